@@ -1,0 +1,67 @@
+package algorithms
+
+import "time"
+
+// Decision is an algorithm's answer for one cost at one instant.
+type Decision struct {
+	// Allowed reports whether the cost was admitted (and the state updated).
+	Allowed bool
+	// RetryAt, when denied, is the earliest instant at which the same cost
+	// would be allowed if nothing else is admitted first. It is the zero Time
+	// when the cost can never be allowed (cost < 1 or cost > Capacity).
+	RetryAt time.Time
+	// Remaining is the number of whole cost units still admissible at this
+	// instant after this decision.
+	Remaining int64
+	// ResetAt is the instant at which the state is back to full capacity if
+	// nothing else is admitted.
+	ResetAt time.Time
+}
+
+// Algorithm decides whether cost units may pass at an instant. The instant is
+// an argument: algorithms never read a clock, start goroutines or block. An
+// instant earlier than the latest one an algorithm has seen counts as that
+// latest one (no time has passed).
+//
+// Implementations in this package are not safe for concurrent use unless
+// their documentation says otherwise: a limiter owns one and serialises the
+// calls (package actor).
+type Algorithm interface {
+	// AllowAt decides for cost units at now and updates the state only when
+	// the decision is Allowed.
+	AllowAt(now time.Time, cost int64) Decision
+	// Capacity is the largest cost ever admissible in one decision.
+	Capacity() int64
+}
+
+// Cloner is implemented by algorithms that can copy their state, so that an
+// owner can predict future decisions (when will the tenth waiter in a queue be
+// admitted?) without touching the real state. Every algorithm in this package
+// implements it.
+type Cloner interface {
+	Clone() Algorithm
+}
+
+// Gated is implemented by algorithms whose whole state is one atomic word, so
+// that goroutines other than the owner may decide without sending it a
+// message: the fast path of a limiter. The gate lives in the same word as the
+// state; the owner closes it, in the same atomic step as a denial, while it
+// has waiters, so that no fast-path caller can pass a waiter that was denied
+// first (FIFO). AllowAt keeps the gate as it is.
+type Gated interface {
+	Algorithm
+	// TryAllowAt decides like AllowAt, from any goroutine, but only while the
+	// gate is open; open is false, and nothing changed, when it is closed or
+	// when this configuration has no lock-free form.
+	TryAllowAt(now time.Time, cost int64) (d Decision, open bool)
+	// AllowOrCloseAt decides like AllowAt and, when it denies a cost that could
+	// ever be allowed, closes the gate in the same atomic step.
+	AllowOrCloseAt(now time.Time, cost int64) Decision
+	// OpenGate reopens the gate; the owner calls it once it has no waiters.
+	OpenGate()
+}
+
+// denyNever is the decision for a cost that no waiting can make admissible.
+func denyNever(remaining int64, resetAt time.Time) Decision {
+	return Decision{Remaining: remaining, ResetAt: resetAt}
+}

@@ -1,0 +1,197 @@
+package algorithms
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// GCRA is the Generic Cell Rate Algorithm in its virtual-scheduling form: it
+// keeps a theoretical arrival time (TAT), the instant at which the stream
+// would be idle again if it had been paced exactly at the rate. A cost c
+// moves the TAT c emission intervals (Per/Count) into the future, and is
+// allowed when the new TAT is at most burst intervals after now. Idle time
+// is never banked: a TAT in the past is first brought up to now.
+//
+// With burst 1 it paces strictly, one emission interval apart; with burst b
+// it admits b units at once from idle and at most b + floor(rate·d) units
+// over any closed interval of length d.
+//
+// The state is one word of nanoseconds, kept with the fraction of a
+// nanosecond that rates such as 3/s need: decisions are exact to the
+// nanosecond. When the emission interval is a whole number of nanoseconds
+// (10/s, 1000/s, 100/minute, ...), the state is a single atomic word and
+// GCRA implements Gated: TryAllowAt is safe from any goroutine. AllowAt,
+// AllowOrCloseAt and OpenGate are for the single owner.
+type GCRA struct {
+	rate  Rate
+	burst int64
+	den   int64 // TAT is whole ns + num/den
+	step  int64 // one unit occupies step/den ns
+	tau   fixed // burst·step/den: how far TAT may run ahead of now
+
+	origin atomic.Pointer[time.Time] // first instant seen; times are ns since it
+	last   atomic.Int64              // latest instant seen, ns since origin
+	word   atomic.Int64              // TAT whole ns since origin, | gateBit
+	num    int64                     // TAT's fraction; non-zero only when den > 1 (owner only)
+}
+
+// gateBit marks a closed gate in GCRA.word. TAT never reaches it: instants
+// stop at maxInstant and TAT at most maxSpan beyond.
+const gateBit = 1 << 62
+
+// NewGCRA returns a GCRA that admits rate with bursts of up to burst units.
+// It fails, matching ErrInvalidConfig, for an invalid rate, a burst below 1,
+// or a burst whose span burst·Per/Count exceeds about 36 years.
+func NewGCRA(rate Rate, burst int64) (*GCRA, error) {
+	if err := rate.Validate(); err != nil {
+		return nil, err
+	}
+	if err := positive("burst", burst); err != nil {
+		return nil, err
+	}
+	if err := span(rate, burst, "burst"); err != nil {
+		return nil, err
+	}
+	count, per := reduce(rate)
+	tau, _ := mulDiv(burst, per, count)
+	return &GCRA{rate: rate, burst: burst, den: count, step: per, tau: tau}, nil
+}
+
+// Capacity returns the burst: the largest cost admissible at once.
+func (g *GCRA) Capacity() int64 { return g.burst }
+
+// Rate returns the configured rate.
+func (g *GCRA) Rate() Rate { return g.rate }
+
+// Clone returns a copy of the algorithm with the same state; the copy's gate
+// is open.
+func (g *GCRA) Clone() Algorithm {
+	c := &GCRA{rate: g.rate, burst: g.burst, den: g.den, step: g.step, tau: g.tau, num: g.num}
+	c.origin.Store(g.origin.Load())
+	c.last.Store(g.last.Load())
+	c.word.Store(g.word.Load() &^ gateBit)
+	return c
+}
+
+// AllowAt decides for cost units at now. Owner only.
+func (g *GCRA) AllowAt(now time.Time, cost int64) Decision {
+	d, _ := g.decide(now, cost, false, false)
+	return d
+}
+
+// TryAllowAt decides for cost units at now while the gate is open. It is safe
+// for concurrent use with itself and with the owner's calls when the
+// emission interval is a whole number of nanoseconds; otherwise it always
+// reports the gate closed.
+func (g *GCRA) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
+	if g.den != 1 {
+		return Decision{}, false
+	}
+	return g.decide(now, cost, true, false)
+}
+
+// AllowOrCloseAt decides for cost units at now and, when it denies a cost
+// that could be allowed later, closes the gate in the same step. Owner only.
+func (g *GCRA) AllowOrCloseAt(now time.Time, cost int64) Decision {
+	d, _ := g.decide(now, cost, false, true)
+	return d
+}
+
+// OpenGate reopens the gate. Owner only.
+func (g *GCRA) OpenGate() {
+	for {
+		w := g.word.Load()
+		if w&gateBit == 0 || g.word.CompareAndSwap(w, w&^gateBit) {
+			return
+		}
+	}
+}
+
+// decide is the one decision loop behind every entry point. It reads the
+// state word, decides, and publishes the new word with a CAS, retrying when a
+// fast-path caller got there first. fast gives up when the gate is closed;
+// closeGate closes it on a denial.
+func (g *GCRA) decide(at time.Time, cost int64, fast, closeGate bool) (Decision, bool) {
+	origin := g.start(at)
+	now := g.instant(origin, at)
+	for {
+		w := g.word.Load()
+		gate := w & gateBit
+		if fast && gate != 0 {
+			return Decision{}, false
+		}
+		tat := fixed{w &^ gateBit, g.num}
+		d, next := g.judge(origin, tat, now, cost)
+		nw := w
+		switch {
+		case d.Allowed:
+			nw = next.whole | gate
+		case closeGate && !d.RetryAt.IsZero():
+			nw = w | gateBit
+		}
+		if nw == w || g.word.CompareAndSwap(w, nw) {
+			if d.Allowed && g.den != 1 {
+				g.num = next.num
+			}
+			return d, true
+		}
+	}
+}
+
+// judge is the pure GCRA decision for the TAT tat at instant now (both ns
+// since origin); next is the TAT after an allowed cost.
+func (g *GCRA) judge(origin time.Time, tat fixed, now, cost int64) (Decision, fixed) {
+	at := func(n int64) time.Time { return origin.Add(time.Duration(n)) }
+	nowF := fixed{now, 0}
+	base := tat
+	if !nowF.less(tat) {
+		base = nowF
+	}
+	limit := nowF.add(g.tau, g.den) // the TAT may reach now + tau
+	if cost < 1 || cost > g.burst {
+		return denyNever(g.remaining(limit, base), at(base.ceil())), tat
+	}
+	inc, _ := mulDiv(cost, g.step, g.den)
+	next := base.add(inc, g.den)
+	if !limit.less(next) {
+		return Decision{Allowed: true, Remaining: g.remaining(limit, next), ResetAt: at(next.ceil())}, next
+	}
+	// Denied: allowed from the instant t at which tat + inc <= t + tau.
+	retry := tat.add(inc, g.den).sub(g.tau, g.den)
+	return Decision{RetryAt: at(retry.ceil()), Remaining: g.remaining(limit, base), ResetAt: at(base.ceil())}, tat
+}
+
+// remaining is how many whole units fit between a TAT base (>= now) and the
+// limit now + tau.
+func (g *GCRA) remaining(limit, base fixed) int64 {
+	if limit.less(base) {
+		return 0
+	}
+	n, _ := limit.sub(base, g.den).div(g.den, g.step)
+	return n
+}
+
+// start returns the origin, setting it to at on the first call.
+func (g *GCRA) start(at time.Time) time.Time {
+	if o := g.origin.Load(); o != nil {
+		return *o
+	}
+	first := at // only the first call pays for this allocation
+	g.origin.CompareAndSwap(nil, &first)
+	return *g.origin.Load()
+}
+
+// instant returns at as ns since origin, never earlier than the latest
+// instant seen.
+func (g *GCRA) instant(origin, at time.Time) int64 {
+	n := clampInstant(at.Sub(origin))
+	for {
+		last := g.last.Load()
+		if n <= last {
+			return last
+		}
+		if g.last.CompareAndSwap(last, n) {
+			return n
+		}
+	}
+}

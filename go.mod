@@ -1,0 +1,7 @@
+module github.com/sluicehq/sluice
+
+go 1.25
+
+require go.uber.org/goleak v1.3.0
+
+require github.com/stretchr/testify v1.12.1 // indirect
