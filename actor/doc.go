@@ -1,0 +1,10 @@
+// Package actor holds sluice's owners: each limiter is owned by one
+// goroutine that serialises the requests arriving on its mailbox, keeps the
+// FIFO of waiters (package scheduler), arms one timer for the whole queue,
+// and hands permits back on each caller's own reply channel. Nothing the
+// owner keeps is behind a lock.
+//
+// Limiter owns a rate algorithm (package algorithms). The data path of one
+// Acquire, the fast path and the rules of cancellation and Close are in
+// docs/design.md.
+package actor

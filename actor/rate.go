@@ -1,0 +1,133 @@
+package actor
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// ratePolicy owns an algorithm. Besides the real state it may keep a
+// shadow: a copy of the algorithm with every queued waiter already admitted
+// at its predicted instant, so that "when would a newcomer be granted?" is
+// one or two decisions instead of a replay of the queue. The shadow is built
+// lazily when a prediction is first needed, kept up to date while requests
+// join the tail, and dropped when a cancellation invalidates it or the
+// queue empties.
+type ratePolicy struct {
+	alg    algorithms.Algorithm
+	gated  algorithms.Gated  // nil when alg has no fast path
+	cloner algorithms.Cloner // nil when alg cannot be copied: no predictions
+	epoch  time.Time
+
+	shadow     algorithms.Algorithm
+	shadowOK   bool
+	shadowLast int64 // scheduled instant of the last waiter in the shadow
+	applied    bool  // the last prediction already admitted it in the shadow
+}
+
+func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }
+
+// ns converts a decision's instant to the timeline; the zero Time (never)
+// becomes 0.
+func (p *ratePolicy) ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return int64(t.Sub(p.epoch))
+}
+
+func (p *ratePolicy) capacity() int64 { return p.alg.Capacity() }
+
+func (p *ratePolicy) admit(now, cost int64, wait bool) (bool, int64) {
+	var d algorithms.Decision
+	if wait && p.gated != nil {
+		d = p.gated.AllowOrCloseAt(p.t(now), cost) // a waiter closes the fast path
+	} else {
+		d = p.alg.AllowAt(p.t(now), cost)
+	}
+	if d.Allowed {
+		return true, 0
+	}
+	return false, max(p.ns(d.RetryAt), now+1)
+}
+
+func (p *ratePolicy) decide(at, cost int64) (bool, int64) {
+	return decideOn(p.alg, p.t(at), cost, p)
+}
+
+func decideOn(a algorithms.Algorithm, at time.Time, cost int64, p *ratePolicy) (bool, int64) {
+	d := a.AllowAt(at, cost)
+	if d.Allowed {
+		return true, 0
+	}
+	return false, p.ns(d.RetryAt)
+}
+
+func (p *ratePolicy) shadowDecide(at, cost int64) (bool, int64) {
+	return decideOn(p.shadow, p.t(at), cost, p)
+}
+
+func (p *ratePolicy) predict(q *scheduler.Queue[*call], now, cost int64, need bool) (int64, bool) {
+	if !p.shadowOK {
+		if !need || p.cloner == nil {
+			return 0, false
+		}
+		p.rebuild(q)
+	}
+	// Decide once at the scheduled instant. A denial leaves the shadow as it
+	// was and its retry instant is the exact prediction; an admission has
+	// already taken the capacity, which queued keeps and dropped undoes.
+	at := scheduler.Scheduled(p.shadowLast, now)
+	ok, retry := p.shadowDecide(at, cost)
+	p.applied = ok
+	if ok {
+		return at, true
+	}
+	return max(retry, at+1), true
+}
+
+func (p *ratePolicy) queued(at, cost int64) {
+	if !p.shadowOK {
+		return
+	}
+	if !p.applied {
+		if ok, _ := p.shadowDecide(at, cost); !ok {
+			p.shadowOK = false // cannot happen with an exact RetryAt; rebuild
+			return
+		}
+	}
+	p.applied, p.shadowLast = false, at
+}
+
+func (p *ratePolicy) dropped() {
+	if p.applied {
+		p.shadowOK = false
+	}
+	p.applied = false
+}
+
+func (p *ratePolicy) removed() { p.shadowOK = false }
+
+func (p *ratePolicy) idle() {
+	p.shadowOK, p.shadow = false, nil
+	if p.gated != nil {
+		p.gated.OpenGate()
+	}
+}
+
+// rebuild replays the queue on a fresh copy of the state, by the rule the
+// scheduler grants with. O(waiters); only after a cancellation or when the
+// first prediction of a busy spell is needed.
+func (p *ratePolicy) rebuild(q *scheduler.Queue[*call]) {
+	p.shadow = p.cloner.Clone()
+	p.shadowLast, p.applied = q.Last(), false
+	for n := q.Head(); n != nil; n = n.Next() {
+		at, ok := scheduler.Predict(p.shadowLast, n.Arrival, n.Cost, p.shadowDecide)
+		if !ok {
+			return
+		}
+		p.shadowLast = at
+	}
+	p.shadowOK = true
+}

@@ -1,0 +1,367 @@
+package actor
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// runtime is the owner of one limiter: one goroutine that takes requests
+// from a mailbox in batches, keeps the FIFO of waiters, arms one timer for
+// the head, and answers each caller on its own reply channel. Everything
+// below the mailbox is touched by that goroutine only, so none of it needs a
+// lock. What it owns (a rate, a pool) plugs in as a policy.
+type runtime struct {
+	cfg     config
+	pol     policy
+	epoch   time.Time // instants are ns since it on the owner's clock
+	mailbox chan request
+	quit    chan struct{} // closed by Close
+	done    chan struct{} // closed when the loop has exited
+	once    sync.Once
+	closed  atomic.Bool
+	calls   sync.Pool
+
+	granted, rejected, canceled atomic.Uint64
+	waiting                     atomic.Int64
+
+	// owned by the loop
+	q     scheduler.Queue[*call]
+	timer Timer
+	armed int64 // instant the timer is armed for, or 0
+}
+
+// policy is what an owner owns: the decisions, in ns on its timeline.
+type policy interface {
+	capacity() int64
+	// admit decides for a request that found the queue empty. On a denial
+	// that waiting can cure, retry is the predicted grant instant (0 when
+	// only an event can help); a waiting request may close fast paths.
+	admit(now, cost int64, wait bool) (ok bool, retry int64)
+	// decide is scheduler.Owner.Decide.
+	decide(at, cost int64) (ok bool, retry int64)
+	// predict returns when cost arriving at now would be granted behind
+	// everything queued; known is false when it cannot tell (or need is
+	// false and telling would cost more than O(1)).
+	predict(q *scheduler.Queue[*call], now, cost int64, need bool) (at int64, known bool)
+	// queued is told that the request last predicted was queued at at;
+	// dropped that it was not.
+	queued(at, cost int64)
+	dropped()
+	// removed is told of a cancellation; idle that the queue is empty.
+	removed()
+	idle()
+}
+
+type op uint8
+
+const (
+	opAcquire op = iota
+	opTry
+	opCancel
+	opRelease
+)
+
+type request struct {
+	op          op
+	hasDeadline bool
+	cost        int64
+	deadline    int64
+	c           *call
+}
+
+type status uint8
+
+const (
+	stGranted  status = iota + 1
+	stLimited         // refused; retry holds RetryAfter
+	stDeadline        // refused because the deadline is before the grant
+	stClosed
+	stCanceled
+)
+
+// call is one caller's round trip: its reply channel and its place in the
+// queue. Calls are pooled, so an Acquire allocates nothing. The owner writes
+// the result fields before it signals reply; the caller reads them after.
+type call struct {
+	reply  chan struct{} // capacity 2: the answer, and a cancellation's acknowledgement
+	node   scheduler.Node[*call]
+	status status
+	retry  int64 // RetryAfter in ns, for stLimited and stDeadline
+}
+
+// newCall makes a call for a runtime's pool. Each runtime has its own pool:
+// a channel made inside a testing/synctest bubble must not be used outside
+// it, and a limiter lives in one bubble.
+func newCall() any {
+	c := &call{reply: make(chan struct{}, 2)}
+	c.node.Value = c
+	return c
+}
+
+// result is what a round trip tells its caller.
+type result struct {
+	status status
+	retry  time.Duration
+}
+
+func newRuntime(cfg config, pol policy) *runtime {
+	r := &runtime{
+		cfg:     cfg,
+		pol:     pol,
+		epoch:   cfg.clock.Now(),
+		mailbox: make(chan request, cfg.mailbox),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	r.calls.New = newCall
+	go r.loop()
+	return r
+}
+
+// now reads the owner's clock as ns on its timeline.
+func (r *runtime) now() int64 { return int64(r.cfg.clock.Now().Sub(r.epoch)) }
+
+func (r *runtime) close() {
+	r.once.Do(func() {
+		r.closed.Store(true)
+		close(r.quit)
+	})
+	<-r.done
+}
+
+// roundTrip sends one request and waits for its answer, cancelling it if ctx
+// ends first. Cancellation is a message too: the caller waits for the
+// owner's acknowledgement, after which the owner will never touch the call
+// again, and only then returns the call to the pool.
+func (r *runtime) roundTrip(ctx context.Context, o op, cost int64) result {
+	c := r.calls.Get().(*call)
+	req := request{op: o, cost: cost, c: c}
+	if dl, ok := ctx.Deadline(); ok {
+		req.hasDeadline, req.deadline = true, int64(dl.Sub(r.epoch))
+	}
+	select {
+	case r.mailbox <- req:
+	case <-r.done:
+		r.calls.Put(c)
+		return result{status: stClosed}
+	}
+	select {
+	case <-c.reply:
+		return r.finish(c)
+	case <-ctx.Done():
+	case <-r.done:
+		return poll(c)
+	}
+	select {
+	case r.mailbox <- request{op: opCancel, c: c}:
+	case <-r.done:
+		return poll(c)
+	}
+	select {
+	case <-c.reply:
+	case <-r.done:
+		return poll(c)
+	}
+	if c.status != stCanceled {
+		// The answer raced the cancellation and won; its acknowledgement
+		// follows.
+		select {
+		case <-c.reply:
+		case <-r.done:
+			return result{status: c.status, retry: time.Duration(c.retry)}
+		}
+	}
+	return r.finish(c)
+}
+
+func (r *runtime) finish(c *call) result {
+	res := result{status: c.status, retry: time.Duration(c.retry)}
+	r.calls.Put(c)
+	return res
+}
+
+// poll is for a caller that saw the loop exit: an answer may still be in
+// its channel. The call is not reused, since the mailbox may still hold it.
+func poll(c *call) result {
+	select {
+	case <-c.reply:
+		return result{status: c.status, retry: time.Duration(c.retry)}
+	default:
+		return result{status: stClosed}
+	}
+}
+
+// send posts a request that needs no answer (a release).
+func (r *runtime) send(req request) bool {
+	select {
+	case r.mailbox <- req:
+		return true
+	case <-r.done:
+		return false
+	}
+}
+
+const maxBatch = 256
+
+func (r *runtime) loop() {
+	defer close(r.done)
+	var timerC <-chan time.Time
+	for {
+		select {
+		case req := <-r.mailbox:
+			now := r.now() // one clock read per batch
+			r.handle(req, now)
+		drain:
+			for i := 1; i < maxBatch; i++ {
+				select {
+				case req = <-r.mailbox:
+					r.handle(req, now)
+				default:
+					break drain
+				}
+			}
+			timerC = r.schedule(now)
+		case <-timerC:
+			r.armed = 0
+			timerC = r.schedule(r.now())
+		case <-r.quit:
+			r.shutdown()
+			return
+		}
+	}
+}
+
+func (r *runtime) handle(req request, now int64) {
+	c := req.c
+	switch req.op {
+	case opCancel:
+		if r.q.Remove(&c.node) {
+			r.pol.removed()
+			r.canceled.Add(1)
+			c.status = stCanceled
+		}
+		c.reply <- struct{}{} // the answer, or the acknowledgement of one sent before
+	case opRelease:
+		r.pol.(releaser).release(req.cost)
+	case opAcquire, opTry:
+		r.admit(req, now)
+	}
+}
+
+func (r *runtime) admit(req request, now int64) {
+	c, try := req.c, req.op == opTry
+	var at int64
+	var known bool
+	if r.q.Len() == 0 {
+		ok, retry := r.pol.admit(now, req.cost, !try)
+		if ok {
+			r.answer(c, stGranted, 0)
+			return
+		}
+		at, known = retry, retry != 0
+	} else {
+		need := try || req.hasDeadline || r.cfg.maxWait >= 0 || r.cfg.maxQueue > 0
+		at, known = r.pol.predict(&r.q, now, req.cost, need)
+	}
+	wait := at - now
+	switch {
+	case try:
+		r.refuse(c, stLimited, wait)
+	case r.cfg.maxQueue > 0 && r.q.Len() >= r.cfg.maxQueue:
+		r.refuse(c, stLimited, wait)
+	case known && r.cfg.maxWait >= 0 && wait > int64(r.cfg.maxWait):
+		r.refuse(c, stLimited, wait)
+	case known && req.hasDeadline && at > req.deadline:
+		r.refuse(c, stDeadline, wait)
+	default:
+		c.node.Cost, c.node.Arrival = req.cost, now
+		r.q.Push(&c.node)
+		if known {
+			r.pol.queued(at, req.cost)
+		}
+		return
+	}
+	if r.q.Len() > 0 {
+		r.pol.dropped()
+	}
+}
+
+func (r *runtime) refuse(c *call, s status, wait int64) {
+	r.rejected.Add(1)
+	r.answer(c, s, max(wait, 1))
+}
+
+func (r *runtime) answer(c *call, s status, retry int64) {
+	if s == stGranted {
+		r.granted.Add(1)
+	}
+	c.status, c.retry = s, retry
+	c.reply <- struct{}{}
+}
+
+// schedule grants every due head, keeps the one timer armed for the next,
+// and returns the channel to wait on.
+func (r *runtime) schedule(now int64) <-chan time.Time {
+	wake := r.q.Grant(now, owner{r})
+	if r.q.Len() == 0 {
+		r.pol.idle()
+	}
+	r.waiting.Store(int64(r.q.Len()))
+	switch {
+	case wake == 0:
+		if r.armed != 0 {
+			r.timer.Stop()
+			r.armed = 0
+		}
+		return nil
+	case wake == r.armed:
+	case r.timer == nil:
+		r.timer, r.armed = r.cfg.clock.NewTimer(time.Duration(wake-now)), wake
+	default:
+		r.timer.Reset(time.Duration(wake - now))
+		r.armed = wake
+	}
+	return r.timer.C()
+}
+
+// owner adapts the runtime to scheduler.Owner without exporting methods.
+type owner struct{ r *runtime }
+
+func (o owner) Decide(at, cost int64) (bool, int64) { return o.r.pol.decide(at, cost) }
+
+func (o owner) Granted(n *scheduler.Node[*call], _ int64) {
+	o.r.answer(n.Value, stGranted, 0)
+}
+
+// shutdown fails every waiter and every request still in the mailbox with
+// ErrClosed, and answers cancellations, so that no caller waits on an owner
+// that is gone.
+func (r *runtime) shutdown() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	for n := r.q.PopFront(); n != nil; n = r.q.PopFront() {
+		r.answer(n.Value, stClosed, 0)
+	}
+	r.waiting.Store(0)
+	for {
+		select {
+		case req := <-r.mailbox:
+			switch req.op {
+			case opCancel:
+				req.c.reply <- struct{}{}
+			case opAcquire, opTry:
+				r.answer(req.c, stClosed, 0)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// releaser is a policy whose capacity comes back by message (a pool).
+type releaser interface{ release(cost int64) }

@@ -1,0 +1,95 @@
+package permits
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Permit is the right to use Cost units of a limiter's capacity. It is a
+// small value: copy it freely. Release gives concurrency capacity back; for a
+// rate limiter's permit it does nothing, since rate capacity comes back with
+// time. The zero Permit has cost 0 and Release does nothing.
+type Permit struct {
+	cost  int64
+	owner Releaser
+	token *Token
+	gen   uint64 // token's generation when the permit was made
+}
+
+// Cost returns the units the permit holds.
+func (p Permit) Cost() int64 { return p.cost }
+
+// Release gives the permit's capacity back to a concurrency limiter. It is
+// idempotent: only the first Release of a permit (or of any copy of it) has
+// an effect. Safe for concurrent use.
+func (p Permit) Release() {
+	if p.owner == nil {
+		return
+	}
+	if p.token == nil || p.token.gen.CompareAndSwap(p.gen, p.gen+1) {
+		p.owner.ReleasePermit(p)
+	}
+}
+
+// Releaser is implemented by limiters whose permits hold capacity until they
+// are released (a concurrency pool). Limiter implementations use it with
+// NewPermit; callers use Permit.Release.
+type Releaser interface {
+	// ReleasePermit gives p's capacity back. Permit.Release calls it at most
+	// once per Token.
+	ReleasePermit(p Permit)
+}
+
+// Token makes a permit's Release idempotent across copies: each release
+// moves the token to its next generation, and a permit releases only from
+// the generation it was made in. A limiter may therefore reuse a token for
+// a new permit once the old one is released; stale copies stay inert.
+type Token struct {
+	gen atomic.Uint64
+	// Value is for the limiter: an identity, a slot, a tracking record.
+	Value any
+}
+
+// NewPermit returns a permit of cost units. A rate limiter passes a nil
+// owner (Release is a no-op); a concurrency limiter passes itself and a token
+// not held by any unreleased permit, so that Release calls
+// owner.ReleasePermit exactly once.
+func NewPermit(cost int64, owner Releaser, token *Token) Permit {
+	p := Permit{cost: cost, owner: owner, token: token}
+	if token != nil {
+		p.gen = token.gen.Load()
+	}
+	return p
+}
+
+// Token returns the token the permit was made with, or nil.
+func (p Permit) Token() *Token { return p.token }
+
+// Limiter is what callers of a limit depend on. Acquire waits, in order,
+// until cost units are available or ctx ends; TryAcquire never waits. Both
+// are safe for concurrent use in every implementation of sluice.
+type Limiter interface {
+	Acquire(ctx context.Context, cost int64) (Permit, error)
+	TryAcquire(cost int64) (Permit, error)
+}
+
+// Unlimited is a Limiter that admits everything at once: inject it in tests
+// of code that takes a Limiter. It still rejects cost < 1 with
+// ErrInvalidCost and a done context with its error, like every limiter.
+var Unlimited Limiter = unlimited{}
+
+type unlimited struct{}
+
+func (unlimited) Acquire(ctx context.Context, cost int64) (Permit, error) {
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
+	}
+	return unlimited{}.TryAcquire(cost)
+}
+
+func (unlimited) TryAcquire(cost int64) (Permit, error) {
+	if cost < 1 {
+		return Permit{}, InvalidCost(cost)
+	}
+	return Permit{cost: cost}, nil
+}

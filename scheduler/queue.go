@@ -1,0 +1,153 @@
+package scheduler
+
+// Node is one waiter's place in a Queue. Its zero value is ready to push;
+// the owner keeps it (typically inside its own per-waiter struct) and
+// passes it back to Remove on cancellation, which is O(1) wherever it is.
+type Node[T any] struct {
+	Value   T     // the owner's waiter
+	Cost    int64 // what the waiter asks for
+	Arrival int64 // when it arrived, ns on the owner's timeline
+
+	prev, next *Node[T]
+	queue      *Queue[T]
+}
+
+// Next returns the waiter behind n, or nil.
+func (n *Node[T]) Next() *Node[T] { return n.next }
+
+// Queued reports whether n is in a queue.
+func (n *Node[T]) Queued() bool { return n.queue != nil }
+
+// Owner is what a Queue asks while granting.
+type Owner[T any] interface {
+	// Decide answers for cost at instant at, and takes the capacity when it
+	// allows. When it denies, retryAt is the earliest instant the same cost
+	// could be allowed if nothing else is admitted first, or 0 when only an
+	// event (a release) can help and the owner will call Grant again then.
+	Decide(at, cost int64) (allowed bool, retryAt int64)
+	// Granted is told of each grant, in order, with its scheduled instant.
+	Granted(n *Node[T], at int64)
+}
+
+// Queue is a strict FIFO of waiters. Only the head is ever considered:
+// passing a smaller request behind a large one would raise throughput for a
+// moment, but under load it starves large requests forever, and a limiter's
+// callers cannot tell which of them is "large". The cost is head-of-line
+// blocking, which the owner bounds with deadlines and queue limits.
+//
+// The zero Queue is empty and ready.
+type Queue[T any] struct {
+	head, tail *Node[T]
+	n          int
+	last       int64 // scheduled instant of the previous grant
+	headRetry  int64 // the owner's last retryAt for the current head, or 0
+}
+
+// Len returns the number of waiters.
+func (q *Queue[T]) Len() int { return q.n }
+
+// Head returns the first waiter, or nil.
+func (q *Queue[T]) Head() *Node[T] { return q.head }
+
+// Push appends n. It panics if n is already queued: that is a bug in the
+// owner, not a condition of input.
+func (q *Queue[T]) Push(n *Node[T]) {
+	if n.queue != nil {
+		panic("scheduler: node pushed twice")
+	}
+	n.queue, n.prev, n.next = q, q.tail, nil
+	if q.tail == nil {
+		q.head = n
+		q.headRetry = 0
+	} else {
+		q.tail.next = n
+	}
+	q.tail = n
+	q.n++
+}
+
+// Remove takes n out of the queue wherever it is and reports whether it was
+// there. The waiters behind move up; nothing they were promised changes,
+// since nothing is consumed before a grant.
+func (q *Queue[T]) Remove(n *Node[T]) bool {
+	if n.queue != q {
+		return false
+	}
+	if n.prev == nil {
+		q.head = n.next
+		q.headRetry = 0 // a new head has not been asked yet
+	} else {
+		n.prev.next = n.next
+	}
+	if n.next == nil {
+		q.tail = n.prev
+	} else {
+		n.next.prev = n.prev
+	}
+	n.prev, n.next, n.queue = nil, nil, nil
+	q.n--
+	return true
+}
+
+// PopFront removes and returns the head, or nil.
+func (q *Queue[T]) PopFront() *Node[T] {
+	h := q.head
+	if h != nil {
+		q.Remove(h)
+	}
+	return h
+}
+
+// Scheduled returns the instant at which a cost arriving at arrival is next
+// considered after a grant at prev: the later of the two.
+func Scheduled(prev, arrival int64) int64 { return max(prev, arrival) }
+
+// Grant grants, in order, every head whose scheduled instant is not after
+// now, asking o.Decide at that scheduled instant. It returns the instant at
+// which the head will be due (the owner arms one timer for it), or 0 when the
+// queue is empty or the head waits for an event rather than a time.
+func (q *Queue[T]) Grant(now int64, o Owner[T]) (wake int64) {
+	for h := q.head; h != nil; h = q.head {
+		at := max(Scheduled(q.last, h.Arrival), q.headRetry)
+		if at > now {
+			return at
+		}
+		ok, retry := o.Decide(at, h.Cost)
+		if !ok {
+			if retry == 0 {
+				return 0 // waits for an event
+			}
+			// A denial's retry instant is strictly later; guard against an
+			// owner that says otherwise, so this loop always ends.
+			q.headRetry = max(retry, at+1)
+			continue
+		}
+		q.last = at
+		q.Remove(h)
+		o.Granted(h, at)
+	}
+	return 0
+}
+
+// Predict returns when a cost arriving at arrival would be granted if it were
+// pushed behind everything granted up to prev, asking decide (which, like
+// Owner.Decide, takes the capacity when it allows; pass a copy of the state).
+// It is the rule Grant applies, for owners that answer "when would I get
+// in?" before queuing. ok is false when decide never allows.
+func Predict(prev, arrival, cost int64, decide func(at, cost int64) (bool, int64)) (at int64, ok bool) {
+	at = Scheduled(prev, arrival)
+	for i := 0; i < 64; i++ {
+		allowed, retry := decide(at, cost)
+		if allowed {
+			return at, true
+		}
+		if retry == 0 {
+			return 0, false
+		}
+		at = max(retry, at+1)
+	}
+	return 0, false
+}
+
+// Last returns the scheduled instant of the latest grant.
+func (q *Queue[T]) Last() int64 { return q.last }
