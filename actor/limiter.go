@@ -70,7 +70,7 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 		return permits.Permit{}, err
 	}
 	if l.gated != nil {
-		if d, open := l.gated.TryAllowAt(l.rt.cfg.clock.Now(), cost); open && d.Allowed {
+		if ok, _, open := l.gated.TryAdmitAt(l.rt.cfg.clock.Now(), cost); open && ok {
 			l.rt.granted.Add(1)
 			return permits.NewPermit(cost, nil, nil), nil
 		}
@@ -87,14 +87,13 @@ func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
 		return permits.Permit{}, err
 	}
 	if l.gated != nil {
-		now := l.rt.cfg.clock.Now()
-		if d, open := l.gated.TryAllowAt(now, cost); open {
-			if d.Allowed {
+		if ok, wait, open := l.gated.TryAdmitAt(l.rt.cfg.clock.Now(), cost); open {
+			if ok {
 				l.rt.granted.Add(1)
 				return permits.NewPermit(cost, nil, nil), nil
 			}
 			l.rt.rejected.Add(1)
-			return permits.Permit{}, &permits.RateLimitError{RetryAfter: max(d.RetryAt.Sub(now), 1)}
+			return permits.Permit{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
 		}
 	}
 	return l.result(context.Background(), l.rt.roundTrip(context.Background(), opTry, cost), cost)

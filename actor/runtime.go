@@ -19,7 +19,6 @@ type runtime struct {
 	pol     policy
 	epoch   time.Time // instants are ns since it on the owner's clock
 	mailbox chan request
-	quit    chan struct{} // closed by Close
 	done    chan struct{} // closed when the loop has exited
 	once    sync.Once
 	closed  atomic.Bool
@@ -63,6 +62,7 @@ const (
 	opTry
 	opCancel
 	opRelease
+	opClose
 )
 
 type request struct {
@@ -114,7 +114,6 @@ func newRuntime(cfg config, pol policy) *runtime {
 		pol:     pol,
 		epoch:   cfg.clock.Now(),
 		mailbox: make(chan request, cfg.mailbox),
-		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	r.calls.New = newCall
@@ -128,7 +127,7 @@ func (r *runtime) now() int64 { return int64(r.cfg.clock.Now().Sub(r.epoch)) }
 func (r *runtime) close() {
 	r.once.Do(func() {
 		r.closed.Store(true)
-		close(r.quit)
+		r.post(request{op: opClose}) // after every request posted before closed was set
 	})
 	<-r.done
 }
@@ -137,33 +136,44 @@ func (r *runtime) close() {
 // ends first. Cancellation is a message too: the caller waits for the
 // owner's acknowledgement, after which the owner will never touch the call
 // again, and only then returns the call to the pool.
+//
+// Sends are plain channel sends and the wait selects only on the caller's
+// own channels: no select touches a channel every caller shares, whose lock
+// would serialise them. What makes that safe is the order Close keeps: it
+// sets closed and only then posts its close message. A caller that finds
+// closed still false after its send knows its request is ahead of the close
+// message in the mailbox, so it will be answered; one that finds it true
+// also watches done.
 func (r *runtime) roundTrip(ctx context.Context, o op, cost int64) result {
 	c := r.calls.Get().(*call)
 	req := request{op: o, cost: cost, c: c}
 	if dl, ok := ctx.Deadline(); ok {
 		req.hasDeadline, req.deadline = true, int64(dl.Sub(r.epoch))
 	}
-	select {
-	case r.mailbox <- req:
-	case <-r.done:
+	if !r.post(req) {
 		r.calls.Put(c)
 		return result{status: stClosed}
+	}
+	var done <-chan struct{} // nil: the answer is sure to come
+	if r.closed.Load() {
+		done = r.done
 	}
 	select {
 	case <-c.reply:
 		return r.finish(c)
 	case <-ctx.Done():
-	case <-r.done:
+	case <-done:
 		return poll(c)
 	}
-	select {
-	case r.mailbox <- request{op: opCancel, c: c}:
-	case <-r.done:
+	if !r.post(request{op: opCancel, c: c}) {
 		return poll(c)
+	}
+	if r.closed.Load() {
+		done = r.done
 	}
 	select {
 	case <-c.reply:
-	case <-r.done:
+	case <-done:
 		return poll(c)
 	}
 	if c.status != stCanceled {
@@ -171,11 +181,28 @@ func (r *runtime) roundTrip(ctx context.Context, o op, cost int64) result {
 		// follows.
 		select {
 		case <-c.reply:
-		case <-r.done:
+		case <-done:
 			return result{status: c.status, retry: time.Duration(c.retry)}
 		}
 	}
 	return r.finish(c)
+}
+
+// post sends a request to the owner, and reports false once the owner has
+// exited. The plain send is the common case; the select, which locks done
+// too, only runs when the mailbox is full.
+func (r *runtime) post(req request) bool {
+	select {
+	case r.mailbox <- req:
+		return true
+	default:
+	}
+	select {
+	case r.mailbox <- req:
+		return true
+	case <-r.done:
+		return false
+	}
 }
 
 func (r *runtime) finish(c *call) result {
@@ -195,49 +222,51 @@ func poll(c *call) result {
 	}
 }
 
-// send posts a request that needs no answer (a release).
-func (r *runtime) send(req request) bool {
-	select {
-	case r.mailbox <- req:
-		return true
-	case <-r.done:
-		return false
-	}
-}
-
 const maxBatch = 256
 
 func (r *runtime) loop() {
 	defer close(r.done)
 	var timerC <-chan time.Time
 	for {
-		select {
-		case req := <-r.mailbox:
-			now := r.now() // one clock read per batch
-			r.handle(req, now)
-		drain:
-			for i := 1; i < maxBatch; i++ {
-				select {
-				case req = <-r.mailbox:
-					r.handle(req, now)
-				default:
-					break drain
-				}
+		var req request
+		if timerC == nil {
+			req = <-r.mailbox // nothing timed: a plain receive, no select
+		} else {
+			select {
+			case req = <-r.mailbox:
+			case <-timerC:
+				r.armed = 0
+				timerC = r.schedule(r.now())
+				continue
 			}
-			timerC = r.schedule(now)
-		case <-timerC:
-			r.armed = 0
-			timerC = r.schedule(r.now())
-		case <-r.quit:
+		}
+		now := r.now() // one clock read per batch
+		if !r.handle(req, now) {
 			r.shutdown()
 			return
 		}
+	drain:
+		for i := 1; i < maxBatch; i++ {
+			select {
+			case req = <-r.mailbox:
+				if !r.handle(req, now) {
+					r.shutdown()
+					return
+				}
+			default:
+				break drain
+			}
+		}
+		timerC = r.schedule(now)
 	}
 }
 
-func (r *runtime) handle(req request, now int64) {
+// handle serves one request; it returns false for the close message.
+func (r *runtime) handle(req request, now int64) bool {
 	c := req.c
 	switch req.op {
+	case opClose:
+		return false
 	case opCancel:
 		if r.q.Remove(&c.node) {
 			r.pol.removed()
@@ -250,6 +279,7 @@ func (r *runtime) handle(req request, now int64) {
 	case opAcquire, opTry:
 		r.admit(req, now)
 	}
+	return true
 }
 
 func (r *runtime) admit(req request, now int64) {

@@ -54,6 +54,10 @@ type Gated interface {
 	// gate is open; open is false, and nothing changed, when it is closed or
 	// when this configuration has no lock-free form.
 	TryAllowAt(now time.Time, cost int64) (d Decision, open bool)
+	// TryAdmitAt is TryAllowAt reduced to what a fast path needs: whether
+	// cost was admitted and, if not, the wait until it would be (> 0). It
+	// reports open false also for a cost that can never be admitted.
+	TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duration, open bool)
 	// AllowOrCloseAt decides like AllowAt and, when it denies a cost that could
 	// ever be allowed, closes the gate in the same atomic step.
 	AllowOrCloseAt(now time.Time, cost int64) Decision

@@ -90,6 +90,37 @@ func (g *GCRA) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
 	return g.decide(now, cost, true, false)
 }
 
+// TryAdmitAt is the lean form of TryAllowAt for a limiter's fast path: it
+// reports only whether cost was admitted and, if not, how long after now the
+// same cost would be (wait > 0). It computes neither Remaining nor ResetAt.
+func (g *GCRA) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
+	if g.den != 1 || cost < 1 || cost > g.burst {
+		return false, 0, false
+	}
+	origin := g.start(now)
+	// The fast path reads the latest instant but does not record its own:
+	// a write per call would be a second contended word. An instant earlier
+	// than one this path saw is then decided at itself, which for GCRA is
+	// never more permissive (the TAT already lies beyond every instant
+	// decided), only possibly stricter.
+	n := max(clampInstant(now.Sub(origin)), g.last.Load())
+	inc := cost * g.step
+	for {
+		w := g.word.Load()
+		if w&gateBit != 0 {
+			return false, 0, false
+		}
+		next := max(w, n) + inc
+		if next > n+g.tau.whole {
+			// Allowed from the instant w + inc - tau, which is after n.
+			return false, time.Duration(w+inc-g.tau.whole) - now.Sub(origin), true
+		}
+		if g.word.CompareAndSwap(w, next) {
+			return true, 0, true
+		}
+	}
+}
+
 // AllowOrCloseAt decides for cost units at now and, when it denies a cost
 // that could be allowed later, closes the gate in the same step. Owner only.
 func (g *GCRA) AllowOrCloseAt(now time.Time, cost int64) Decision {
@@ -141,7 +172,9 @@ func (g *GCRA) decide(at time.Time, cost int64, fast, closeGate bool) (Decision,
 // judge is the pure GCRA decision for the TAT tat at instant now (both ns
 // since origin); next is the TAT after an allowed cost.
 func (g *GCRA) judge(origin time.Time, tat fixed, now, cost int64) (Decision, fixed) {
-	at := func(n int64) time.Time { return origin.Add(time.Duration(n)) }
+	if g.den == 1 {
+		return g.judgeWhole(origin, tat.whole, now, cost)
+	}
 	nowF := fixed{now, 0}
 	base := tat
 	if !nowF.less(tat) {
@@ -149,17 +182,37 @@ func (g *GCRA) judge(origin time.Time, tat fixed, now, cost int64) (Decision, fi
 	}
 	limit := nowF.add(g.tau, g.den) // the TAT may reach now + tau
 	if cost < 1 || cost > g.burst {
-		return denyNever(g.remaining(limit, base), at(base.ceil())), tat
+		return denyNever(g.remaining(limit, base), at(origin, base.ceil())), tat
 	}
 	inc, _ := mulDiv(cost, g.step, g.den)
 	next := base.add(inc, g.den)
 	if !limit.less(next) {
-		return Decision{Allowed: true, Remaining: g.remaining(limit, next), ResetAt: at(next.ceil())}, next
+		return Decision{Allowed: true, Remaining: g.remaining(limit, next), ResetAt: at(origin, next.ceil())}, next
 	}
 	// Denied: allowed from the instant t at which tat + inc <= t + tau.
 	retry := tat.add(inc, g.den).sub(g.tau, g.den)
-	return Decision{RetryAt: at(retry.ceil()), Remaining: g.remaining(limit, base), ResetAt: at(base.ceil())}, tat
+	return Decision{RetryAt: at(origin, retry.ceil()), Remaining: g.remaining(limit, base), ResetAt: at(origin, base.ceil())}, tat
 }
+
+// judgeWhole is judge for a whole-nanosecond emission interval (step ns per
+// unit): plain int64 arithmetic, no fractions or divisions on the allowed
+// path but Remaining's. Overflow is impossible: cost <= burst and
+// burst·step <= maxSpan.
+func (g *GCRA) judgeWhole(origin time.Time, tat, now, cost int64) (Decision, fixed) {
+	base := max(tat, now)
+	limit := now + g.tau.whole
+	if cost < 1 || cost > g.burst {
+		return denyNever((limit-base)/g.step, at(origin, base)), fixed{tat, 0}
+	}
+	next := base + cost*g.step
+	if next <= limit {
+		return Decision{Allowed: true, Remaining: (limit - next) / g.step, ResetAt: at(origin, next)}, fixed{next, 0}
+	}
+	retry := tat + cost*g.step - g.tau.whole
+	return Decision{RetryAt: at(origin, retry), Remaining: (limit - base) / g.step, ResetAt: at(origin, base)}, fixed{tat, 0}
+}
+
+func at(origin time.Time, n int64) time.Time { return origin.Add(time.Duration(n)) }
 
 // remaining is how many whole units fit between a TAT base (>= now) and the
 // limit now + tau.

@@ -1,0 +1,137 @@
+package actor_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/algorithms"
+)
+
+// mutexGCRA is the baseline the fast path is measured against: the textbook
+// GCRA behind a sync.Mutex, as most Go rate limiters are written.
+type mutexGCRA struct {
+	mu    sync.Mutex
+	tat   time.Time
+	every time.Duration
+	tau   time.Duration
+}
+
+func (g *mutexGCRA) allow(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	tat := g.tat
+	if tat.Before(now) {
+		tat = now
+	}
+	next := tat.Add(g.every)
+	if next.Sub(now) > g.tau {
+		return false
+	}
+	g.tat = next
+	return true
+}
+
+// A rate high enough that most decisions allow: the common case.
+var fastRate = algorithms.PerSecond(1_000_000_000)
+
+func BenchmarkTryAcquireFastPath(b *testing.B) {
+	g, _ := algorithms.NewGCRA(fastRate, 1000)
+	l := actor.New(g)
+	defer l.Close()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.Allow()
+		}
+	})
+}
+
+func BenchmarkMutexGCRABaseline(b *testing.B) {
+	g := &mutexGCRA{every: time.Nanosecond, tau: 1000 * time.Nanosecond}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			g.allow(time.Now())
+		}
+	})
+}
+
+// BenchmarkAcquireThroughOwner measures a round trip through the owner's
+// mailbox: a token bucket has no fast path, so every Acquire is a message
+// and a reply.
+func BenchmarkAcquireThroughOwner(b *testing.B) {
+	tb, _ := algorithms.NewTokenBucket(1<<40, algorithms.PerSecond(1_000_000_000))
+	l := actor.New(tb)
+	defer l.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := l.Acquire(ctx, 1); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkAcquireThroughOwnerSerial(b *testing.B) {
+	tb, _ := algorithms.NewTokenBucket(1<<40, algorithms.PerSecond(1_000_000_000))
+	l := actor.New(tb)
+	defer l.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := l.Acquire(ctx, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHeapPerWaiter reports the heap a blocked Acquire holds beyond its
+// goroutine: N goroutines blocked in Acquire against N blocked on a channel.
+func BenchmarkHeapPerWaiter(b *testing.B) {
+	const n = 10000
+	measure := func(block func(ready *sync.WaitGroup, release chan struct{})) float64 {
+		var ready, done sync.WaitGroup
+		release := make(chan struct{})
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := 0; i < n; i++ {
+			ready.Add(1)
+			done.Add(1)
+			go func() { defer done.Done(); block(&ready, release) }()
+		}
+		ready.Wait()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		close(release)
+		done.Wait()
+		return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	}
+	for i := 0; i < b.N; i++ {
+		base := measure(func(ready *sync.WaitGroup, release chan struct{}) {
+			ready.Done()
+			<-release
+		})
+		g, _ := algorithms.NewGCRA(algorithms.Every(time.Hour), 1)
+		l := actor.New(g)
+		l.Allow()
+		ctx, cancel := context.WithCancel(context.Background())
+		waiting := measure(func(ready *sync.WaitGroup, release chan struct{}) {
+			go func() { <-release; cancel() }()
+			ready.Done()
+			l.Acquire(ctx, 1)
+		})
+		_ = waiting
+		l.Close()
+		cancel()
+		b.ReportMetric(waiting-base, "B/waiter")
+	}
+}
