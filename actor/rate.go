@@ -73,7 +73,7 @@ func (p *ratePolicy) predict(q *scheduler.Queue[*call], now, cost int64, need bo
 		if !need || p.cloner == nil {
 			return 0, false
 		}
-		p.rebuild(q)
+		p.rebuild(q, now)
 	}
 	// Decide once at the scheduled instant. A denial leaves the shadow as it
 	// was and its retry instant is the exact prediction; an admission has
@@ -119,9 +119,12 @@ func (p *ratePolicy) idle() {
 // rebuild replays the queue on a fresh copy of the state, by the rule the
 // scheduler grants with. O(waiters); only after a cancellation or when the
 // first prediction of a busy spell is needed.
-func (p *ratePolicy) rebuild(q *scheduler.Queue[*call]) {
+func (p *ratePolicy) rebuild(q *scheduler.Queue[*call], now int64) {
 	p.shadow = p.cloner.Clone()
 	p.shadowLast, p.applied = q.Last(), false
+	if q.Len() > 0 {
+		p.shadowLast = max(p.shadowLast, q.HeadFloor(now))
+	}
 	for n := q.Head(); n != nil; n = n.Next() {
 		at, ok := scheduler.Predict(p.shadowLast, n.Arrival, n.Cost, p.shadowDecide)
 		if !ok {

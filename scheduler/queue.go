@@ -41,6 +41,8 @@ type Queue[T any] struct {
 	n          int
 	last       int64 // scheduled instant of the previous grant
 	headRetry  int64 // the owner's last retryAt for the current head, or 0
+	headSince  int64 // when the current head became head, if sinceKnown
+	sinceKnown bool
 }
 
 // Len returns the number of waiters.
@@ -58,7 +60,7 @@ func (q *Queue[T]) Push(n *Node[T]) {
 	n.queue, n.prev, n.next = q, q.tail, nil
 	if q.tail == nil {
 		q.head = n
-		q.headRetry = 0
+		q.headRetry, q.headSince, q.sinceKnown = 0, n.Arrival, true
 	} else {
 		q.tail.next = n
 	}
@@ -75,7 +77,9 @@ func (q *Queue[T]) Remove(n *Node[T]) bool {
 	}
 	if n.prev == nil {
 		q.head = n.next
-		q.headRetry = 0 // a new head has not been asked yet
+		// The new head has not been asked yet, and the instant it became
+		// head is the owner's next Grant (Remove does not know the time).
+		q.headRetry, q.sinceKnown = 0, false
 	} else {
 		n.prev.next = n.next
 	}
@@ -106,9 +110,16 @@ func Scheduled(prev, arrival int64) int64 { return max(prev, arrival) }
 // now, asking o.Decide at that scheduled instant. It returns the instant at
 // which the head will be due (the owner arms one timer for it), or 0 when the
 // queue is empty or the head waits for an event rather than a time.
+//
+// A head's scheduled instant is never before it became head. When a grant
+// promotes the next waiter, that is the grant's own scheduled instant, so a
+// late wake-up loses no rate. When a cancellation promotes it, that is now:
+// the waiters behind a large head that leaves are granted from the moment it
+// left, paced by the owner, and not all at once for instants already past,
+// which would be a burst beyond the owner's capacity.
 func (q *Queue[T]) Grant(now int64, o Owner[T]) (wake int64) {
 	for h := q.head; h != nil; h = q.head {
-		at := max(Scheduled(q.last, h.Arrival), q.headRetry)
+		at := max(q.HeadFloor(now), Scheduled(q.last, h.Arrival), q.headRetry)
 		if at > now {
 			return at
 		}
@@ -124,6 +135,7 @@ func (q *Queue[T]) Grant(now int64, o Owner[T]) (wake int64) {
 		}
 		q.last = at
 		q.Remove(h)
+		q.headSince, q.sinceKnown = at, true
 		o.Granted(h, at)
 	}
 	return 0
@@ -147,6 +159,16 @@ func Predict(prev, arrival, cost int64, decide func(at, cost int64) (bool, int64
 		at = max(retry, at+1)
 	}
 	return 0, false
+}
+
+// HeadFloor returns the earliest instant the current head may be granted at
+// by reason of when it became head, fixing that instant to now if the head
+// was promoted by a removal since the last Grant.
+func (q *Queue[T]) HeadFloor(now int64) int64 {
+	if !q.sinceKnown {
+		q.headSince, q.sinceKnown = now, true
+	}
+	return q.headSince
 }
 
 // Last returns the scheduled instant of the latest grant.

@@ -88,7 +88,7 @@ func TestFIFOHeadBlocksSmallerRequests(t *testing.T) {
 }
 
 func TestRemoveAnywhereIsO1AndKeepsOrder(t *testing.T) {
-	for _, victim := range []int{0, 2, 4} {
+	for _, victim := range []int{1, 2, 4} {
 		var q scheduler.Queue[string]
 		ns := nodes("a", "b", "c", "d", "e")
 		for _, n := range ns {
@@ -110,6 +110,26 @@ func TestRemoveAnywhereIsO1AndKeepsOrder(t *testing.T) {
 		// The removed waiter's slot went to the next: no gap.
 		assert.Equal(t, []int64{0, 100, 200, 300}, p.granted)
 	}
+}
+
+func TestHeadPromotedByRemovalIsScheduledFromThen(t *testing.T) {
+	// A large head blocks small waiters; when it leaves at 1000 they are
+	// granted from 1000 on, paced, not all at once for instants already past
+	// (which would be a burst the owner never allowed).
+	var q scheduler.Queue[string]
+	p := &pacer{every: 100, next: 5000}
+	ns := nodes("big", "a", "b", "c")
+	ns[0].Cost = 50
+	for _, n := range ns {
+		q.Push(n)
+	}
+	assert.Equal(t, int64(5000), q.Grant(0, p))
+	require.True(t, q.Remove(ns[0]))
+	p.next = 0 // the capacity it would have taken is back
+	assert.Equal(t, int64(1100), q.Grant(1000, p))
+	assert.Equal(t, []int64{1000}, p.granted)
+	q.Grant(1200, p)
+	assert.Equal(t, []int64{1000, 1100, 1200}, p.granted)
 }
 
 func TestRemovingTheHeadForgetsItsRetry(t *testing.T) {
