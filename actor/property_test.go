@@ -36,10 +36,11 @@ const (
 )
 
 type scriptEvent struct {
-	at   time.Duration
-	kind evKind
-	id   int // arrival id, for evArrive and evCancel
-	cost int64
+	at       time.Duration
+	kind     evKind
+	id       int // arrival id, for evArrive and evCancel
+	cost     int64
+	deadline time.Duration // for evArrive: 0, or the context's deadline
 }
 
 type outcome struct {
@@ -68,7 +69,11 @@ func randomScript(rng *rand.Rand, capacity int64) []scriptEvent {
 			}
 		}
 		used[at] = true
-		evs = append(evs, scriptEvent{at: at, kind: evArrive, id: id, cost: 1 + rng.Int64N(capacity)})
+		ev := scriptEvent{at: at, kind: evArrive, id: id, cost: 1 + rng.Int64N(capacity)}
+		if rng.IntN(3) == 0 {
+			ev.deadline = at + time.Duration(1+2*rng.IntN(15_000))*time.Microsecond
+		}
+		evs = append(evs, ev)
 		if rng.IntN(3) == 0 {
 			cancelAt := at + time.Duration(1+2*rng.IntN(40_000))*time.Microsecond
 			evs = append(evs, scriptEvent{at: cancelAt, kind: evCancel, id: id})
@@ -145,7 +150,27 @@ func model(alg algorithms.Algorithm, t0 time.Time, evs []scriptEvent) (arrivals 
 					continue
 				}
 			}
-			queue = append(queue, &waiter{id: ev.id, cost: ev.cost, arrival: ev.at, since: ev.at})
+			w := &waiter{id: ev.id, cost: ev.cost, arrival: ev.at, since: ev.at}
+			if ev.deadline != 0 {
+				// Predict by playing the queue forward on copies.
+				saved, savedLast, savedArr := alg, last, arrivals
+				alg, arrivals = alg.(algorithms.Cloner).Clone(), map[int]outcome{}
+				var copies []*waiter
+				for _, q := range append(queue, w) {
+					c := *q
+					copies = append(copies, &c)
+				}
+				saved2 := queue
+				queue = copies
+				advance(1 << 62)
+				predicted := arrivals[ev.id].at
+				alg, last, arrivals, queue = saved, savedLast, savedArr, saved2
+				if predicted > ev.deadline {
+					arrivals[ev.id] = outcome{at: ev.at, err: errDeadlineRefused}
+					continue
+				}
+			}
+			queue = append(queue, w)
 		case evCancel:
 			for i, w := range queue {
 				if w.id == ev.id {
@@ -172,6 +197,10 @@ func model(alg algorithms.Algorithm, t0 time.Time, evs []scriptEvent) (arrivals 
 	return arrivals, tries
 }
 
+// errDeadlineRefused stands for the error of an Acquire refused at once
+// because its deadline is before the predicted grant.
+var errDeadlineRefused = &permits.RateLimitError{RetryAfter: 1, Cause: context.DeadlineExceeded}
+
 // run plays the script against a real Limiter inside a synctest bubble.
 func run(t *testing.T, alg algorithms.Algorithm, evs []scriptEvent) (arrivals map[int]outcome, tries []bool) {
 	arrivals = map[int]outcome{}
@@ -188,13 +217,18 @@ func run(t *testing.T, alg algorithms.Algorithm, evs []scriptEvent) (arrivals ma
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			cancels[ev.id] = cancel
+			if ev.deadline != 0 {
+				var cancelDeadline context.CancelFunc
+				ctx, cancelDeadline = context.WithDeadline(ctx, t0.Add(ev.deadline))
+				defer cancelDeadline()
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer cancel()
 				time.Sleep(ev.at)
 				p, err := l.Acquire(ctx, ev.cost)
-				o := outcome{err: err}
+				o := outcome{err: err, at: time.Since(t0)}
 				if err == nil {
 					o = outcome{granted: true, at: time.Since(t0)}
 					if p.Cost() != ev.cost {
@@ -249,7 +283,7 @@ func TestPropertyAgainstModel(t *testing.T) {
 	}
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
-			waited := 0
+			waited, deadlines := 0, 0
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				rng := rand.New(rand.NewPCG(seed, 7))
 				evs := randomScript(rng, cfg.cap)
@@ -258,6 +292,14 @@ func TestPropertyAgainstModel(t *testing.T) {
 				want, wantTries := model(cfg.make(), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), evs)
 				for id, w := range want {
 					g := got[id]
+					if w.err == errDeadlineRefused {
+						var rl *permits.RateLimitError
+						if !errors.As(g.err, &rl) || !errors.Is(g.err, context.DeadlineExceeded) || g.at != w.at {
+							t.Fatalf("seed %d: arrival %d: got %v at %v, want a refusal at once (%v) for its deadline\nscript: %v", seed, id, g, g.at, w.at, evs)
+						}
+						deadlines++
+						continue
+					}
 					if w.granted != g.granted || (w.granted && w.at != g.at) || (!w.granted && !errors.Is(g.err, w.err)) {
 						t.Fatalf("seed %d: arrival %d: got %v, model says %v\nscript: %v", seed, id, g, w, evs)
 					}
@@ -275,6 +317,7 @@ func TestPropertyAgainstModel(t *testing.T) {
 			}
 			// The scripts must exercise the queue, not only free capacity.
 			require.Greater(t, waited, seeds*5, "grants after the first instant")
+			require.Greater(t, deadlines, seeds/2, "refusals for a deadline")
 		})
 	}
 }
