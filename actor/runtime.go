@@ -28,9 +28,10 @@ type runtime struct {
 	waiting                     atomic.Int64
 
 	// owned by the loop
-	q     scheduler.Queue[*call]
-	timer Timer
-	armed int64 // instant the timer is armed for, or 0
+	q       scheduler.Queue[*call]
+	timer   Timer
+	armed   int64 // instant the timer is armed for, or 0
+	decided int64 // instant of the latest Decide
 }
 
 // policy is what an owner owns: the decisions, in ns on its timeline.
@@ -63,6 +64,7 @@ const (
 	opCancel
 	opRelease
 	opClose
+	opRefund // a rate grant given back unused (refund.go); answered
 )
 
 type request struct {
@@ -70,6 +72,7 @@ type request struct {
 	hasDeadline bool
 	cost        int64
 	deadline    int64
+	at          int64 // opRefund: the grant's instant on the timeline
 	c           *call
 }
 
@@ -91,6 +94,8 @@ type call struct {
 	node   scheduler.Node[*call]
 	status status
 	retry  int64 // RetryAfter in ns, for stLimited and stDeadline
+	at     int64 // stGranted: the instant the policy granted at
+	waited bool  // stGranted: granted from the queue, not on arrival
 }
 
 // newCall makes a call for a runtime's pool. Each runtime has its own pool:
@@ -106,6 +111,8 @@ func newCall() any {
 type result struct {
 	status status
 	retry  time.Duration
+	at     int64 // stGranted: the grant's instant on the owner's timeline
+	waited bool  // stGranted: the request waited in the queue
 }
 
 func newRuntime(cfg config, pol policy) *runtime {
@@ -206,7 +213,7 @@ func (r *runtime) post(req request) bool {
 }
 
 func (r *runtime) finish(c *call) result {
-	res := result{status: c.status, retry: time.Duration(c.retry)}
+	res := result{status: c.status, retry: time.Duration(c.retry), at: c.at, waited: c.waited}
 	r.calls.Put(c)
 	return res
 }
@@ -216,7 +223,7 @@ func (r *runtime) finish(c *call) result {
 func poll(c *call) result {
 	select {
 	case <-c.reply:
-		return result{status: c.status, retry: time.Duration(c.retry)}
+		return result{status: c.status, retry: time.Duration(c.retry), at: c.at, waited: c.waited}
 	default:
 		return result{status: stClosed}
 	}
@@ -276,6 +283,9 @@ func (r *runtime) handle(req request, now int64) bool {
 		c.reply <- struct{}{} // the answer, or the acknowledgement of one sent before
 	case opRelease:
 		r.pol.(releaser).release(req.cost)
+	case opRefund:
+		r.pol.(refunder).refund(now, req.at, req.cost)
+		c.reply <- struct{}{}
 	case opAcquire, opTry:
 		r.admit(req, now)
 	}
@@ -289,6 +299,7 @@ func (r *runtime) admit(req request, now int64) {
 	if r.q.Len() == 0 {
 		ok, retry := r.pol.admit(now, req.cost, !try)
 		if ok {
+			c.at, c.waited = now, false
 			r.answer(c, stGranted, 0)
 			return
 		}
@@ -361,10 +372,15 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 // owner adapts the runtime to scheduler.Owner without exporting methods.
 type owner struct{ r *runtime }
 
-func (o owner) Decide(at, cost int64) (bool, int64) { return o.r.pol.decide(at, cost) }
+func (o owner) Decide(at, cost int64) (bool, int64) {
+	o.r.decided = at // the instant a grant is made at, for refunds
+	return o.r.pol.decide(at, cost)
+}
 
 func (o owner) Granted(n *scheduler.Node[*call], _ int64) {
-	o.r.answer(n.Value, stGranted, 0)
+	c := n.Value
+	c.at, c.waited = o.r.decided, true
+	o.r.answer(c, stGranted, 0)
 }
 
 // shutdown fails every waiter and every request still in the mailbox with
@@ -382,7 +398,7 @@ func (r *runtime) shutdown() {
 		select {
 		case req := <-r.mailbox:
 			switch req.op {
-			case opCancel:
+			case opCancel, opRefund:
 				req.c.reply <- struct{}{}
 			case opAcquire, opTry:
 				r.answer(req.c, stClosed, 0)
@@ -395,3 +411,7 @@ func (r *runtime) shutdown() {
 
 // releaser is a policy whose capacity comes back by message (a pool).
 type releaser interface{ release(cost int64) }
+
+// refunder is a policy that can take back a grant made at the instant at
+// (ns on the timeline) that was never used (refund.go).
+type refunder interface{ refund(now, at, cost int64) }

@@ -1,0 +1,384 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// Pool is a weighted concurrency limiter: at most Size cost units are held
+// at once, each from Acquire until its permit's Release. It is the
+// concurrency half of a quota (requests in flight, connections, memory),
+// where Limiter is the rate half; both satisfy permits.Limiter and combine
+// with permits.All.
+//
+// A Pool is owned by one goroutine, like a Limiter, and waiters are served
+// in strict FIFO order: a large request at the head holds back smaller ones
+// behind it, however much capacity they would find, so that no request
+// starves (the reasoning is scheduler.Queue's). A waiter whose context ends
+// leaves the queue wherever it is; since a waiter holds nothing, the
+// capacity it would have taken goes to the waiters behind it.
+//
+// When nobody waits, Acquire, TryAcquire and Release decide with one atomic
+// operation on an in-flight counter and send no message; an uncontended
+// Acquire plus Release costs about 25ns and allocates nothing (bench/,
+// beside golang.org/x/sync/semaphore). The owner closes that fast path, in
+// the same atomic step as the denial that queues the first waiter, and
+// reopens it once the queue is empty, so the fast path never passes a
+// waiter. While anyone waits, a Release is a one-way message that wakes the
+// owner to grant the head.
+//
+// A Pool is safe for concurrent use. Close it when done: it owns a
+// goroutine.
+type Pool struct {
+	rt     *runtime
+	pol    *poolPolicy
+	tokens tokenStack // recycled by ReleasePermit
+}
+
+// NewPool returns a Pool of size cost units and starts its goroutine. It
+// fails, matching algorithms.ErrInvalidConfig, for a size below 1 or at
+// least 2^62.
+func NewPool(size int64, opts ...PoolOption) (*Pool, error) {
+	if size < 1 || size >= poolGate {
+		return nil, fmt.Errorf("%w: pool size must be in [1, 2^62), got %d", algorithms.ErrInvalidConfig, size)
+	}
+	cfg := defaults()
+	for _, o := range opts {
+		o.applyPool(&cfg)
+	}
+	p := &Pool{pol: &poolPolicy{size: size}}
+	p.tokens.init()
+	p.rt = newRuntime(cfg, p.pol)
+	return p, nil
+}
+
+// PoolOption configures a Pool.
+type PoolOption interface{ applyPool(*config) }
+
+type poolOptionFunc func(*config)
+
+func (f poolOptionFunc) applyPool(c *config) { f(c) }
+
+// WithPoolMaxQueue bounds the number of waiters: an Acquire that would make
+// the queue longer fails at once with an error matching
+// permits.ErrRateLimited. n <= 0 removes the limit (the default).
+func WithPoolMaxQueue(n int) PoolOption {
+	return poolOptionFunc(func(c *config) { c.maxQueue = n })
+}
+
+// WithPoolMailbox sets how many requests may wait in the owner's mailbox
+// before senders block (default 256); n < 1 means 1.
+func WithPoolMailbox(n int) PoolOption {
+	return poolOptionFunc(func(c *config) { c.mailbox = max(n, 1) })
+}
+
+// errPoolBusy is the refusal of a TryAcquire that found the pool full or
+// someone waiting, and of an Acquire that found the queue at its bound.
+// Waiting could cure it, but a pool cannot tell for how long: it carries
+// no RetryAfter.
+var errPoolBusy = fmt.Errorf("%w: pool has no free capacity for this cost now", permits.ErrRateLimited)
+
+// Acquire waits until cost units are free and every earlier waiter has been
+// served, and returns a permit that holds them until its Release.
+//
+// It fails at once, without queuing, with ctx.Err() if ctx is already done
+// (even when capacity is free), permits.ErrInvalidCost for cost < 1,
+// permits.ErrCostExceedsCapacity for cost > Size, permits.ErrClosed once the
+// pool is closed, and an error matching permits.ErrRateLimited when the
+// queue is at WithPoolMaxQueue. A pool cannot predict when capacity comes
+// back, so a deadline does not fail early: the waiter queues until the
+// deadline passes. If ctx ends while it waits, it leaves the queue and
+// returns ctx.Err(); if the grant and the cancellation race and the grant
+// wins, it returns the permit and a nil error, and the caller must release
+// it. Close fails it with permits.ErrClosed.
+func (p *Pool) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
+	if err := ctx.Err(); err != nil {
+		return permits.Permit{}, err
+	}
+	if err := p.check(cost); err != nil {
+		return permits.Permit{}, err
+	}
+	if ok, _ := p.pol.take(cost); ok {
+		p.rt.granted.Add(1)
+		return p.permit(cost), nil
+	}
+	return p.result(ctx, p.rt.roundTrip(ctx, opAcquire, cost), cost)
+}
+
+// TryAcquire returns a permit for cost units if they are free now and
+// nobody is waiting; it never waits. A refusal matches
+// permits.ErrRateLimited (permits.RetryAfter reports no duration: a pool
+// cannot tell when capacity comes back).
+func (p *Pool) TryAcquire(cost int64) (permits.Permit, error) {
+	if err := p.check(cost); err != nil {
+		return permits.Permit{}, err
+	}
+	ok, open := p.pol.take(cost)
+	switch {
+	case ok:
+		p.rt.granted.Add(1)
+		return p.permit(cost), nil
+	case open:
+		// Nobody waits and it does not fit: no need to ask the owner.
+		p.rt.rejected.Add(1)
+		return permits.Permit{}, errPoolBusy
+	}
+	return p.result(context.Background(), p.rt.roundTrip(context.Background(), opTry, cost), cost)
+}
+
+// ReleasePermit gives a permit's units back. It is what Permit.Release
+// calls, at most once per permit however many copies are released; call
+// Release, not this. It panics if the pool would hold fewer than zero units,
+// which only calling it directly can cause.
+func (p *Pool) ReleasePermit(pm permits.Permit) {
+	w := p.pol.word.Add(-pm.Cost())
+	if n := w &^ poolGate; w < 0 || n > p.pol.size {
+		panic("actor: Pool released more units than it holds")
+	}
+	if w&poolGate != 0 {
+		// Someone waits: wake the owner to grant the head. The units are
+		// already back; the message carries nothing but the wake-up.
+		p.rt.post(request{op: opRelease, cost: pm.Cost()})
+	}
+	if t := pm.Token(); t != nil {
+		p.tokens.push(t)
+	}
+}
+
+// Close fails every waiting caller with permits.ErrClosed, makes every later
+// Acquire and TryAcquire return it, and returns once the owner's goroutine
+// has exited. Permits still held stay valid and their Release is harmless.
+// Close is idempotent and always returns nil.
+func (p *Pool) Close() error {
+	p.rt.close()
+	return nil
+}
+
+// Size returns the pool's capacity in cost units.
+func (p *Pool) Size() int64 { return p.pol.size }
+
+// PoolStats is a snapshot of a pool's counters.
+type PoolStats struct {
+	Size     int64 // capacity in cost units
+	InFlight int64 // units held now
+	Granted  uint64
+	Rejected uint64 // refusals (TryAcquire, WithPoolMaxQueue)
+	Canceled uint64 // waiters whose context ended while queued
+	Waiting  int    // queued now
+}
+
+// Stats returns the counters. They are read one by one, not as one atomic
+// snapshot.
+func (p *Pool) Stats() PoolStats {
+	s := p.rt.stats()
+	return PoolStats{
+		Size:     p.pol.size,
+		InFlight: p.pol.word.Load() &^ poolGate,
+		Granted:  s.Granted,
+		Rejected: s.Rejected,
+		Canceled: s.Canceled,
+		Waiting:  s.Waiting,
+	}
+}
+
+var (
+	_ permits.Limiter  = (*Pool)(nil)
+	_ permits.Releaser = (*Pool)(nil)
+)
+
+func (p *Pool) check(cost int64) error {
+	switch {
+	case cost < 1:
+		return permits.InvalidCost(cost)
+	case cost > p.pol.size:
+		return permits.CostExceedsCapacity(cost, p.pol.size)
+	case p.rt.closed.Load():
+		return permits.ErrClosed
+	}
+	return nil
+}
+
+// permit makes a permit for cost units with a recycled token, so that its
+// Release reaches ReleasePermit exactly once.
+func (p *Pool) permit(cost int64) permits.Permit {
+	return permits.NewPermit(cost, p, p.tokens.pop())
+}
+
+func (p *Pool) result(ctx context.Context, res result, cost int64) (permits.Permit, error) {
+	switch res.status {
+	case stGranted:
+		return p.permit(cost), nil
+	case stLimited, stDeadline:
+		return permits.Permit{}, errPoolBusy
+	case stCanceled:
+		if err := ctx.Err(); err != nil {
+			return permits.Permit{}, err
+		}
+		return permits.Permit{}, context.Canceled
+	}
+	return permits.Permit{}, permits.ErrClosed
+}
+
+// poolGate marks, in poolPolicy.word, that the owner has waiters: the fast
+// path is closed. In-flight counts stay below it (NewPool checks the size).
+const poolGate = 1 << 62
+
+// poolPolicy owns the in-flight count. It is one atomic word, shared with
+// the fast path: in-flight units, | poolGate while the queue is not empty.
+// Any goroutine may add units while the gate is open and give units back at
+// any time; only the owner adds units while it is closed, and only the
+// owner opens and closes it.
+type poolPolicy struct {
+	size int64
+	word atomic.Int64
+}
+
+// take adds cost to the in-flight count if the gate is open and cost fits.
+// open reports whether the gate was open when it decided.
+func (q *poolPolicy) take(cost int64) (ok, open bool) {
+	for {
+		w := q.word.Load()
+		if w&poolGate != 0 {
+			return false, false
+		}
+		if w+cost > q.size {
+			return false, true
+		}
+		if q.word.CompareAndSwap(w, w+cost) {
+			return true, true
+		}
+	}
+}
+
+func (q *poolPolicy) capacity() int64 { return q.size }
+
+// admit decides for a request that found the queue empty. A denial of a
+// request that will wait closes the gate in the same CAS that observed the
+// count, so no release can slip between the two unnoticed: a release after
+// it sees the gate and wakes the owner. Only an event can help, so retry
+// is always 0.
+func (q *poolPolicy) admit(_, cost int64, wait bool) (bool, int64) {
+	for {
+		w := q.word.Load()
+		if w&^poolGate+cost <= q.size {
+			if q.word.CompareAndSwap(w, w+cost) {
+				return true, 0
+			}
+			continue
+		}
+		if !wait || w&poolGate != 0 || q.word.CompareAndSwap(w, w|poolGate) {
+			return false, 0
+		}
+	}
+}
+
+// decide grants the head if it fits. The gate is closed while anyone
+// waits, so only releases change the word meanwhile.
+func (q *poolPolicy) decide(_, cost int64) (bool, int64) { return q.admit(0, cost, false) }
+
+// predict cannot tell: capacity comes back when holders release it.
+func (q *poolPolicy) predict(*scheduler.Queue[*call], int64, int64, bool) (int64, bool) {
+	return 0, false
+}
+
+func (q *poolPolicy) queued(int64, int64) {}
+func (q *poolPolicy) dropped()            {}
+func (q *poolPolicy) removed()            {}
+
+// idle reopens the fast path: nobody waits.
+func (q *poolPolicy) idle() {
+	for {
+		w := q.word.Load()
+		if w&poolGate == 0 || q.word.CompareAndSwap(w, w&^poolGate) {
+			return
+		}
+	}
+}
+
+// release is the wake-up of a Release made while the gate was closed; the
+// units are already back in the word, and the loop's schedule, which runs
+// after every batch, grants whoever they let in.
+func (q *poolPolicy) release(int64) {}
+
+// tokenStack recycles the tokens that make a pool's permits release once:
+// a lock-free LIFO (Treiber stack) of slots, which costs about half of what
+// a sync.Pool Get and Put do on the fast path. A token goes back on the
+// stack only from ReleasePermit, that is after its permit's generation has
+// moved on, so a stale copy of an old permit can never release the new one.
+//
+// The stack links slots by index, not pointer, so that its head can carry a
+// tag in the same word: every pop bumps the tag, so a pop that read the head
+// before another pop and push of the same slot fails its CAS (no ABA). The
+// slots live in a table that only grows, to as many as were ever held at
+// once, and is replaced (copy on write) under mu.
+type tokenStack struct {
+	head  atomic.Uint64 // pops<<32 | index of the top slot, or noSlot
+	table atomic.Pointer[[]*tokenSlot]
+	mu    sync.Mutex // serialises growth
+}
+
+type tokenSlot struct {
+	tok  permits.Token // tok.Value is the slot itself
+	next atomic.Uint32 // slot below this one on the stack
+	idx  uint32
+}
+
+const noSlot = 1<<32 - 1
+
+func (s *tokenStack) init() {
+	s.head.Store(noSlot)
+	s.table.Store(new([]*tokenSlot))
+}
+
+// pop returns a free token, making one if none is free.
+func (s *tokenStack) pop() *permits.Token {
+	for {
+		h := s.head.Load()
+		i := uint32(h)
+		if i == noSlot {
+			return s.grow()
+		}
+		sl := (*s.table.Load())[i]
+		next := sl.next.Load()
+		if s.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(next)) {
+			return &sl.tok
+		}
+	}
+}
+
+// push makes t free again. Tokens that are not the stack's are dropped.
+func (s *tokenStack) push(t *permits.Token) {
+	sl, ok := t.Value.(*tokenSlot)
+	if !ok {
+		return
+	}
+	for {
+		h := s.head.Load()
+		sl.next.Store(uint32(h))
+		if s.head.CompareAndSwap(h, h&^noSlot|uint64(sl.idx)) {
+			return
+		}
+	}
+}
+
+// grow makes a token in a new slot. Past 2^32-1 slots (as many permits held
+// at once) it makes tokens that are not recycled.
+func (s *tokenStack) grow() *permits.Token {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := *s.table.Load()
+	if len(old) >= noSlot {
+		return new(permits.Token)
+	}
+	sl := &tokenSlot{idx: uint32(len(old))}
+	sl.tok.Value = sl
+	grown := append(old[:len(old):len(old)], sl)
+	s.table.Store(&grown)
+	return &sl.tok
+}
