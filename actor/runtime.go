@@ -285,6 +285,7 @@ func (r *runtime) handle(req request, now int64) bool {
 		r.pol.(releaser).release(req.cost)
 	case opRefund:
 		r.pol.(refunder).refund(now, req.at, req.cost)
+		c.status = stGranted // done
 		c.reply <- struct{}{}
 	case opAcquire, opTry:
 		r.admit(req, now)
@@ -398,7 +399,10 @@ func (r *runtime) shutdown() {
 		select {
 		case req := <-r.mailbox:
 			switch req.op {
-			case opCancel, opRefund:
+			case opCancel:
+				req.c.reply <- struct{}{}
+			case opRefund:
+				req.c.status = stClosed // not done
 				req.c.reply <- struct{}{}
 			case opAcquire, opTry:
 				r.answer(req.c, stClosed, 0)

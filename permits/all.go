@@ -1,0 +1,332 @@
+package permits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Grant is a permit from a Refunder together with what the limiter needs to
+// take it back: the instant it was granted at, on the limiter's clock, and
+// whether it came after waiting in the limiter's queue. It is a value, like
+// Permit, and making one allocates nothing.
+type Grant struct {
+	Permit
+	// At is the instant the limiter granted at. For a grant that waited it
+	// is the grant's scheduled instant, which may be slightly earlier than
+	// the moment Acquire returned.
+	At time.Time
+	// Waited reports that the request queued behind others or for
+	// capacity, rather than being granted on arrival.
+	Waited bool
+}
+
+// Refunder is implemented by rate limiters that can take back a grant that
+// was never used (actor.Limiter does, for every algorithm of package
+// algorithms). A rate permit's Release does nothing, since rate capacity
+// comes back with time; Refund is different: it says "this grant was not
+// used after all", and the limiter gives the capacity back as far as its
+// algorithm allows. All uses it so that a failed combined acquisition
+// leaves nothing consumed.
+type Refunder interface {
+	Limiter
+	// AcquireGrant is Acquire, returning the permit as a Grant.
+	AcquireGrant(ctx context.Context, cost int64) (Grant, error)
+	// TryAcquireGrant is TryAcquire, returning the permit as a Grant.
+	TryAcquireGrant(cost int64) (Grant, error)
+	// Refund gives g's capacity back. Call it at most once per grant, and
+	// only for a grant whose permit was not used. It reports false when the
+	// limiter could not (it is closed, or its algorithm cannot refund): the
+	// capacity then stays consumed.
+	Refund(g Grant) bool
+}
+
+// All returns a Limiter that admits a request only when every one of
+// limiters does, and holds all of their permits together: a request rate, a
+// tokens-per-minute rate and a concurrency pool for one API, say. Its
+// permit's Release releases every part; its Cost is the cost asked for.
+// Each limiter is asked for that cost, unless it is wrapped in FixedCost.
+//
+// Admission is all or nothing. When it fails (the context ends, a deadline
+// comes before a predicted grant, a part refuses or is closed), every
+// permit already taken is given back before Acquire returns: released, for
+// concurrency limiters such as actor.Pool, and refunded, for rate limiters
+// that implement Refunder. A limiter that can do neither (a rate limiter
+// from elsewhere) keeps what it granted; give All only limiters of sluice,
+// or of your own that release or refund, if that matters.
+//
+// The order matters, and All chooses it. First the limiters that are not
+// Refunders (pools), in the order given, so that no rate capacity is spent
+// while a request waits for a slot. Then the rate limiters, one request at
+// a time (a FIFO hand-off), so that a request's rate grants come at one
+// instant and are followed at once by its call: a rate grant taken before
+// waiting on another rate would be spent early, and a burst of such stale
+// grants could exceed the quota the rates describe. When a later rate made
+// the request wait, All refunds the earlier grants and takes them again
+// (without waiting if it can, else waiting and checking again, up to four
+// rounds), so that every rate has granted at the end of the last wait.
+// Rate limiters that only All uses settle in one extra round; ones shared
+// with other callers may need more, and after four rounds All keeps what it
+// holds.
+//
+// TryAcquire takes every part without waiting, in the same order, and gives
+// everything back on the first refusal, which it returns. It fails while
+// another request is being admitted by the rate limiters.
+//
+// The combined permit's record (a token and the parts' permits) is
+// recycled when the permit is released, so Acquire and TryAcquire allocate
+// nothing beyond what the parts do; a combined permit that is never
+// released costs one allocation of its record. Release it, as Do does.
+//
+// All flattens limiters made by All. It is safe for concurrent use when
+// the limiters are.
+func All(limiters ...Limiter) Limiter {
+	a := &all{}
+	for _, l := range limiters {
+		a.add(l, nil)
+	}
+	for i, p := range a.parts {
+		if p.ref != nil {
+			a.rates = append(a.rates, i)
+		} else {
+			a.holds = append(a.holds, i)
+		}
+	}
+	if len(a.rates) > 1 {
+		a.turn = make(chan struct{}, 1)
+	}
+	n := len(a.parts)
+	a.records.New = func() any {
+		r := &record{got: make([]Grant, n), taken: make([]bool, n), seq: make([]int, n)}
+		r.tok.Value = r
+		return r
+	}
+	return a
+}
+
+type all struct {
+	parts   []part
+	holds   []int         // parts released on failure, taken first
+	rates   []int         // Refunders, taken together
+	turn    chan struct{} // the rate phase's FIFO hand-off; nil with < 2 rates
+	records sync.Pool     // *record
+}
+
+type part struct {
+	lim   Limiter
+	ref   Refunder // lim as a Refunder, or nil
+	fixed *int64   // ask this much whatever the cost (FixedCost), or nil
+}
+
+func (p part) cost(c int64) int64 {
+	if p.fixed != nil {
+		return *p.fixed
+	}
+	return c
+}
+
+// add appends l's parts. fixed is the cost set by an enclosing FixedCost;
+// the innermost one wins.
+func (a *all) add(l Limiter, fixed *int64) {
+	switch l := l.(type) {
+	case *all:
+		for _, p := range l.parts {
+			if p.fixed == nil {
+				p.fixed = fixed
+			}
+			a.parts = append(a.parts, p)
+		}
+		return
+	case *fixedCost:
+		a.add(l.lim, &l.n)
+		return
+	}
+	p := part{lim: l, fixed: fixed}
+	p.ref, _ = l.(Refunder)
+	a.parts = append(a.parts, p)
+}
+
+// record is what a combined permit holds, recycled through all.records.
+// tok.Value is the record itself.
+type record struct {
+	tok   Token
+	got   []Grant // per part; holds have only the Permit
+	taken []bool
+	seq   []int // order in which the rate parts were (last) granted
+}
+
+// errAllBusy is TryAcquire's refusal while another request is being
+// admitted by the rate limiters.
+var errAllBusy = fmt.Errorf("%w: another request is being admitted", ErrRateLimited)
+
+// maxRounds bounds the rounds of refund-and-retake after a wait.
+const maxRounds = 4
+
+func (a *all) Acquire(ctx context.Context, cost int64) (Permit, error) {
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
+	}
+	if cost < 1 {
+		return Permit{}, InvalidCost(cost)
+	}
+	r := a.records.Get().(*record)
+	for _, i := range a.holds {
+		pm, err := a.parts[i].lim.Acquire(ctx, a.parts[i].cost(cost))
+		if err != nil {
+			a.undo(r)
+			return Permit{}, err
+		}
+		r.got[i], r.taken[i] = Grant{Permit: pm}, true
+	}
+	if len(a.rates) > 0 {
+		if a.turn != nil {
+			select {
+			case a.turn <- struct{}{}:
+			case <-ctx.Done():
+				a.undo(r)
+				return Permit{}, ctx.Err()
+			}
+		}
+		err := a.takeRates(ctx, cost, r)
+		if a.turn != nil {
+			<-a.turn
+		}
+		if err != nil {
+			a.undo(r)
+			return Permit{}, err
+		}
+	}
+	return NewPermit(cost, a, &r.tok), nil
+}
+
+// takeRates takes every rate part so that none was granted before another
+// one's wait ended. A grant that waited makes every grant taken before it
+// stale: refund those and take them again.
+func (a *all) takeRates(ctx context.Context, cost int64, r *record) error {
+	seq, lastWait := 0, -1
+	take := func(i int, try bool) error {
+		p := a.parts[i]
+		var g Grant
+		var err error
+		if try {
+			g, err = p.ref.TryAcquireGrant(p.cost(cost))
+			if errors.Is(err, ErrRateLimited) {
+				try = false
+			}
+		}
+		if !try {
+			g, err = p.ref.AcquireGrant(ctx, p.cost(cost))
+		}
+		if err != nil {
+			return err
+		}
+		r.got[i], r.taken[i], r.seq[i] = g, true, seq
+		if g.Waited {
+			lastWait = seq
+		}
+		seq++
+		return nil
+	}
+	for _, i := range a.rates {
+		if err := take(i, false); err != nil {
+			return err
+		}
+	}
+	for range maxRounds {
+		stale := false
+		for _, i := range a.rates {
+			if r.seq[i] >= lastWait {
+				continue
+			}
+			stale = true
+			if !a.parts[i].ref.Refund(r.got[i]) {
+				r.seq[i] = lastWait // cannot give it back: keep it
+				continue
+			}
+			r.taken[i] = false
+			if err := take(i, true); err != nil {
+				return err
+			}
+		}
+		if !stale {
+			break
+		}
+	}
+	return nil
+}
+
+func (a *all) TryAcquire(cost int64) (Permit, error) {
+	if cost < 1 {
+		return Permit{}, InvalidCost(cost)
+	}
+	if a.turn != nil {
+		select {
+		case a.turn <- struct{}{}:
+		default:
+			return Permit{}, errAllBusy
+		}
+	}
+	pm, err := a.tryAll(cost)
+	if a.turn != nil {
+		<-a.turn
+	}
+	return pm, err
+}
+
+func (a *all) tryAll(cost int64) (Permit, error) {
+	r := a.records.Get().(*record)
+	for _, i := range a.holds {
+		pm, err := a.parts[i].lim.TryAcquire(a.parts[i].cost(cost))
+		if err != nil {
+			a.undo(r)
+			return Permit{}, err
+		}
+		r.got[i], r.taken[i] = Grant{Permit: pm}, true
+	}
+	for _, i := range a.rates {
+		g, err := a.parts[i].ref.TryAcquireGrant(a.parts[i].cost(cost))
+		if err != nil {
+			a.undo(r)
+			return Permit{}, err
+		}
+		r.got[i], r.taken[i] = g, true
+	}
+	return NewPermit(cost, a, &r.tok), nil
+}
+
+// undo gives back every part r holds, rates refunded and holds released,
+// in the reverse of the order they were taken, and recycles r.
+func (a *all) undo(r *record) {
+	for k := len(a.rates) - 1; k >= 0; k-- {
+		if i := a.rates[k]; r.taken[i] {
+			a.parts[i].ref.Refund(r.got[i])
+		}
+	}
+	a.releaseHolds(r)
+}
+
+func (a *all) releaseHolds(r *record) {
+	for k := len(a.holds) - 1; k >= 0; k-- {
+		if i := a.holds[k]; r.taken[i] {
+			r.got[i].Release()
+		}
+	}
+	clear(r.got)
+	clear(r.taken)
+	a.records.Put(r)
+}
+
+// ReleasePermit releases every part of a combined permit. It is what
+// Permit.Release calls, once per permit; call that instead.
+func (a *all) ReleasePermit(p Permit) {
+	r, ok := p.Token().Value.(*record)
+	if !ok {
+		return
+	}
+	for _, i := range a.rates {
+		r.got[i].Release() // a no-op for rate permits, by contract
+	}
+	a.releaseHolds(r)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package permits_test
+
+const raceEnabled = false
