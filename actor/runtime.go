@@ -165,10 +165,15 @@ func (r *runtime) roundTrip(ctx context.Context, o op, cost int64) result {
 	if r.closed.Load() {
 		done = r.done
 	}
+	ctxDone := ctx.Done()
+	if ctxDone == nil && done == nil {
+		<-c.reply // nothing can interrupt: a plain receive, no select
+		return r.finish(c)
+	}
 	select {
 	case <-c.reply:
 		return r.finish(c)
-	case <-ctx.Done():
+	case <-ctxDone:
 	case <-done:
 		return poll(c)
 	}
