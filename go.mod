@@ -1,8 +1,17 @@
 module github.com/sluicehq/sluice
 
-go 1.25
+go 1.25.0
 
-require go.uber.org/goleak v1.3.0
+require (
+	github.com/sourcegraph/conc v0.3.0
+	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.22.0
+)
+
+require (
+	go.uber.org/atomic v1.7.0 // indirect
+	go.uber.org/multierr v1.9.0 // indirect
+)
 
 require (
 	github.com/stretchr/testify v1.12.1

@@ -26,7 +26,7 @@ func rateLimiter(t testing.TB, r algorithms.Rate, burst int64) *actor.Limiter {
 	return l
 }
 
-func pool(t testing.TB, size int64) *actor.Pool {
+func newPool(t testing.TB, size int64) *actor.Pool {
 	t.Helper()
 	p, err := actor.NewPool(size)
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestAllHoldsEveryPartAndReleasesThemTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		requests := rateLimiter(t, algorithms.PerSecond(10), 2)
 		tokens := rateLimiter(t, algorithms.PerMinute(6000), 1000)
-		slots := pool(t, 2)
+		slots := newPool(t, 2)
 		lim := permits.All(permits.FixedCost(requests, 1), tokens, permits.FixedCost(slots, 1))
 
 		p, err := lim.Acquire(context.Background(), 700)
@@ -101,7 +101,7 @@ func TestAllGivesEverythingBackWhenALaterPartFails(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				requests := rateLimiter(t, algorithms.PerSecond(10), 1)
 				tokens := rateLimiter(t, algorithms.PerMinute(60000), 1000) // 1000/s
-				slots := pool(t, 1)
+				slots := newPool(t, 1)
 				lim := permits.All(permits.FixedCost(slots, 1), permits.FixedCost(requests, 1), tokens)
 				// Leave 500 tokens: the next 600 wait 100ms.
 				_, err := tokens.TryAcquire(500)
@@ -126,7 +126,7 @@ func TestAllGivesEverythingBackWhenALaterPartFails(t *testing.T) {
 func TestAllTakesPoolsBeforeRates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		requests := rateLimiter(t, algorithms.PerSecond(10), 1)
-		slots := pool(t, 1)
+		slots := newPool(t, 1)
 		lim := permits.All(permits.FixedCost(requests, 1), permits.FixedCost(slots, 1)) // rate given first
 		hold, err := slots.Acquire(context.Background(), 1)
 		require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestAllTryAcquire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		requests := rateLimiter(t, algorithms.PerSecond(10), 1)
 		tokens := rateLimiter(t, algorithms.PerMinute(60000), 1000)
-		slots := pool(t, 1)
+		slots := newPool(t, 1)
 		lim := permits.All(permits.FixedCost(slots, 1), permits.FixedCost(requests, 1), tokens)
 
 		_, err := lim.TryAcquire(1001)
@@ -227,7 +227,7 @@ func TestAllWithoutLimitersAndNested(t *testing.T) {
 		_, err = permits.All().Acquire(ctx, 1)
 		assert.ErrorIs(t, err, context.Canceled)
 
-		a, b := pool(t, 4), pool(t, 4)
+		a, b := newPool(t, 4), newPool(t, 4)
 		nested := permits.All(permits.FixedCost(permits.All(a, permits.FixedCost(b, 3)), 1))
 		q, err := nested.Acquire(context.Background(), 2)
 		require.NoError(t, err)
@@ -244,7 +244,7 @@ func TestAllAllocatesNothingOnceWarm(t *testing.T) {
 	}
 	requests := rateLimiter(t, algorithms.PerSecond(1_000_000_000), 1000)
 	tokens := rateLimiter(t, algorithms.PerSecond(1_000_000_000), 1000)
-	slots := pool(t, 1<<20)
+	slots := newPool(t, 1<<20)
 	lim := permits.All(permits.FixedCost(requests, 1), tokens, permits.FixedCost(slots, 1))
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -289,7 +289,7 @@ func newWorld(t *testing.T) *world {
 	window := mk(algorithms.NewSlidingWindow(2000, time.Second))
 	fixed := mk(algorithms.NewFixedWindow(1500, 700*time.Millisecond))
 	leaky := mk(algorithms.NewLeakyBucket(400, algorithms.PerSecond(300)))
-	slots := pool(t, 3)
+	slots := newPool(t, 3)
 	return &world{
 		lim: permits.All(permits.FixedCost(requests, 1), tokens, window, fixed,
 			leaky, permits.FixedCost(slots, 1)),

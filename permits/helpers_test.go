@@ -14,7 +14,7 @@ import (
 
 func TestDoReleasesAfterFnReturnsOrPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slots := pool(t, 1)
+		slots := newPool(t, 1)
 		errCall := errors.New("call failed")
 		err := permits.Do(context.Background(), slots, 1, func(ctx context.Context) error {
 			assert.Equal(t, int64(1), slots.Stats().InFlight, "held while fn runs")
@@ -32,7 +32,7 @@ func TestDoReleasesAfterFnReturnsOrPanics(t *testing.T) {
 
 func TestDoDoesNotRunFnWithoutAPermit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slots := pool(t, 1)
+		slots := newPool(t, 1)
 		ran := false
 		err := permits.Do(context.Background(), slots, 2, func(context.Context) error { ran = true; return nil })
 		assert.ErrorIs(t, err, permits.ErrCostExceedsCapacity)
@@ -42,7 +42,7 @@ func TestDoDoesNotRunFnWithoutAPermit(t *testing.T) {
 
 func TestWrap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slots := pool(t, 1)
+		slots := newPool(t, 1)
 		double := permits.Wrap(slots, 1, func(ctx context.Context) (int, error) {
 			assert.Equal(t, int64(1), slots.Stats().InFlight)
 			return 42, nil
@@ -67,7 +67,7 @@ func TestWrap(t *testing.T) {
 
 func TestFixedCost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slots := pool(t, 3)
+		slots := newPool(t, 3)
 		one := permits.FixedCost(slots, 1)
 		p, err := one.Acquire(context.Background(), 1000)
 		require.NoError(t, err)
