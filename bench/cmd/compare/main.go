@@ -92,14 +92,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 // run measures every selected section and writes the report to out.
 func run(cfg config, out, progress io.Writer) error {
 	r := &runner{cfg: cfg, progress: progress}
-	var b strings.Builder
-	writeHeader(&b, cfg)
+	n := startNoise()
+	var body strings.Builder
 	for _, s := range sections {
 		if !cfg.only.MatchString(s.name) {
 			continue
 		}
-		s.run(r, &b)
+		s.run(r, &body)
 	}
+	var b strings.Builder
+	writeHeader(&b, cfg, n.report())
+	b.WriteString(body.String())
 	if _, err := io.WriteString(out, b.String()); err != nil {
 		return err
 	}
@@ -140,7 +143,7 @@ func notAvailable(title, pkg string) func(*runner, *strings.Builder) {
 	}
 }
 
-func writeHeader(b *strings.Builder, cfg config) {
+func writeHeader(b *strings.Builder, cfg config, noise string) {
 	mode := "full"
 	if cfg.quick {
 		mode = "quick"
@@ -149,6 +152,7 @@ func writeHeader(b *strings.Builder, cfg config) {
 	fmt.Fprintf(b, "Machine: %s, %d CPUs, GOMAXPROCS=%d; %s %s/%s.  \n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fmt.Fprintf(b, "Run: %s mode, `-d %v -count %d`; each figure is the median of %d runs (waiting scenarios: %d), subjects interleaved.\n",
 		mode, cfg.d, cfg.count, cfg.count, cfg.heavy)
+	fmt.Fprintf(b, "%s\n\n", noise)
 }
 
 // cpuModel returns the first "model name" of /proc/cpuinfo, or GOARCH.

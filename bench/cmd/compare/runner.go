@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -105,12 +106,12 @@ func (m micro) cell() string {
 	return fmt.Sprintf("%s (%s allocs)", formatNs(m.ns), formatCount(m.allocs))
 }
 
+// formatCount prints a per-call count: whole when it is within 0.01 of a
+// whole number (1 allocation per call, give or take a GC's), else with two
+// decimals.
 func formatCount(x float64) string {
-	if x == float64(int64(x)) {
-		return fmt.Sprintf("%d", int64(x))
-	}
-	if x < 0.01 {
-		return "0"
+	if r := math.Round(x); math.Abs(x-r) < 0.01 {
+		return fmt.Sprintf("%d", int64(r))
 	}
 	return fmt.Sprintf("%.2f", x)
 }

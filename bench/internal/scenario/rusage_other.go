@@ -4,5 +4,5 @@ package scenario
 
 import "time"
 
-// cpuTime is 0 where getrusage is not available: CPU columns then read 0.
-func cpuTime() time.Duration { return 0 }
+// CPUTime is 0 where getrusage is not available: CPU columns then read 0.
+func CPUTime() time.Duration { return 0 }

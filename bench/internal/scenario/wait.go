@@ -100,11 +100,11 @@ func RunWait(k WaiterKind, s WaitSpec) (WaitResult, error) {
 	}
 	ready.Wait()
 	runtime.GC()
-	cpu0 := cpuTime()
+	cpu0 := CPUTime()
 	t0 = time.Now()
 	close(start)
 	done.Wait()
-	cpu := cpuTime() - cpu0
+	cpu := CPUTime() - cpu0
 
 	if n := failures.Load(); n > 0 {
 		return WaitResult{}, fmt.Errorf("%s: %d of %d Wait calls failed: %v", k.Name, n, s.Permits, firstErr.Load())
