@@ -57,7 +57,7 @@ func (w *FixedWindow) AllowAt(now time.Time, cost int64) Decision {
 	if cost < 1 || cost > w.limit {
 		return denyNever(w.limit-count, w.resetAt(n, count, next))
 	}
-	if count+cost <= w.limit {
+	if cost <= w.limit-count { // count+cost could overflow for limits near MaxInt64
 		w.index, w.count = index, count+cost
 		return Decision{Allowed: true, Remaining: w.limit - count - cost, ResetAt: next}
 	}

@@ -112,8 +112,12 @@ func (g *GCRA) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duratio
 		}
 		next := max(w, n) + inc
 		if next > n+g.tau.whole {
-			// Allowed from the instant w + inc - tau, which is after n.
-			return false, time.Duration(w+inc-g.tau.whole) - now.Sub(origin), true
+			// Allowed from the instant w + inc - tau, which is after n and
+			// so after now, unless now lies beyond the instants GCRA can
+			// tell apart (maxInstant after the origin). time.Time.Sub
+			// saturates where int64 arithmetic on now.Sub(origin) would
+			// wrap, for a now long before the origin.
+			return false, max(at(origin, w+inc-g.tau.whole).Sub(now), 1), true
 		}
 		if g.word.CompareAndSwap(w, next) {
 			return true, 0, true
@@ -142,10 +146,18 @@ func (g *GCRA) OpenGate() {
 // state word, decides, and publishes the new word with a CAS, retrying when a
 // fast-path caller got there first. fast gives up when the gate is closed;
 // closeGate closes it on a denial.
+//
+// A fast-path call that finds the gate closed changes nothing, not even the
+// latest instant seen: that instant is published only once the decision is,
+// so that the owner's next decision (at a waiter's scheduled instant, which
+// may be earlier) is not moved by callers it has shut out.
 func (g *GCRA) decide(at time.Time, cost int64, fast, closeGate bool) (Decision, bool) {
+	// start writes only on the very first call, when the gate is open: only
+	// a denial closes it.
 	origin := g.start(at)
-	now := g.instant(origin, at)
+	n := clampInstant(at.Sub(origin))
 	for {
+		now := max(n, g.last.Load())
 		w := g.word.Load()
 		gate := w & gateBit
 		if fast && gate != 0 {
@@ -164,6 +176,7 @@ func (g *GCRA) decide(at time.Time, cost int64, fast, closeGate bool) (Decision,
 			if d.Allowed && g.den != 1 {
 				g.num = next.num
 			}
+			g.saw(now)
 			return d, true
 		}
 	}
@@ -201,15 +214,20 @@ func (g *GCRA) judge(origin time.Time, tat fixed, now, cost int64) (Decision, fi
 func (g *GCRA) judgeWhole(origin time.Time, tat, now, cost int64) (Decision, fixed) {
 	base := max(tat, now)
 	limit := now + g.tau.whole
+	// The TAT may lie beyond limit when now is earlier than an instant a
+	// fast-path caller decided at (TryAdmitAt does not record its instant,
+	// and concurrent callers read the latest instant before others publish
+	// theirs): nothing fits then, rather than a negative number of units.
+	remaining := max(limit-base, 0) / g.step
 	if cost < 1 || cost > g.burst {
-		return denyNever((limit-base)/g.step, at(origin, base)), fixed{tat, 0}
+		return denyNever(remaining, at(origin, base)), fixed{tat, 0}
 	}
 	next := base + cost*g.step
 	if next <= limit {
 		return Decision{Allowed: true, Remaining: (limit - next) / g.step, ResetAt: at(origin, next)}, fixed{next, 0}
 	}
 	retry := tat + cost*g.step - g.tau.whole
-	return Decision{RetryAt: at(origin, retry), Remaining: (limit - base) / g.step, ResetAt: at(origin, base)}, fixed{tat, 0}
+	return Decision{RetryAt: at(origin, retry), Remaining: remaining, ResetAt: at(origin, base)}, fixed{tat, 0}
 }
 
 func at(origin time.Time, n int64) time.Time { return origin.Add(time.Duration(n)) }
@@ -234,17 +252,13 @@ func (g *GCRA) start(at time.Time) time.Time {
 	return *g.origin.Load()
 }
 
-// instant returns at as ns since origin, never earlier than the latest
-// instant seen.
-func (g *GCRA) instant(origin, at time.Time) int64 {
-	n := clampInstant(at.Sub(origin))
+// saw records n (ns since origin) as the latest instant seen, unless a later
+// one already is.
+func (g *GCRA) saw(n int64) {
 	for {
 		last := g.last.Load()
-		if n <= last {
-			return last
-		}
-		if g.last.CompareAndSwap(last, n) {
-			return n
+		if n <= last || g.last.CompareAndSwap(last, n) {
+			return
 		}
 	}
 }

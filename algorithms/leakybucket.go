@@ -63,8 +63,9 @@ func (b *LeakyBucket) AllowAt(now time.Time, cost int64) Decision {
 		return Decision{Allowed: true, Remaining: room.sub(need, b.den).whole, ResetAt: b.emptyAt(n, full)}
 	}
 	// Denied: wait until level + cost - capacity has leaked away, counted
-	// from the stored instant as levelAt does.
-	_, wait := b.level.add(need, b.den).sub(fixed{b.capacity, 0}, b.den).div(b.den, b.dec)
+	// from the stored instant as levelAt does; written as cost - (capacity -
+	// level) so that it cannot overflow for capacities near MaxInt64.
+	_, wait := need.sub(fixed{b.capacity, 0}.sub(b.level, b.den), b.den).div(b.den, b.dec)
 	return Decision{RetryAt: b.tl.time(b.at + wait), Remaining: room.whole, ResetAt: b.emptyAt(n, level)}
 }
 
@@ -74,7 +75,8 @@ func (b *LeakyBucket) levelAt(n int64) fixed {
 	if elapsed >= b.drain {
 		return fixed{}
 	}
-	out, _ := mulDiv(elapsed, b.dec, b.den)
+	// elapsed < drain, so out < capacity: it fits, though it may exceed maxSpan.
+	out, _ := mulDivAmount(elapsed, b.dec, b.den)
 	if b.level.less(out) {
 		return fixed{}
 	}

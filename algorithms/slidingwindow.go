@@ -60,13 +60,13 @@ func (w *SlidingWindow) AllowAt(now time.Time, cost int64) Decision {
 	if cost < 1 || cost > w.limit {
 		return denyNever(w.limit-used, w.resetAt())
 	}
-	if used+cost <= w.limit {
+	if cost <= w.limit-used { // used+cost could overflow for limits near MaxInt64
 		w.push(n, cost)
 		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: w.resetAt()}
 	}
 	// Denied: the oldest events must leave until used+cost-limit has gone.
 	// Event k leaves the window at k.at + window.
-	excess := used + cost - w.limit
+	excess := cost - (w.limit - used)
 	k := sort.Search(w.n, func(i int) bool { return w.at(i).total-w.before >= excess })
 	return Decision{RetryAt: w.tl.time(w.at(k).at + w.window), Remaining: w.limit - used, ResetAt: w.resetAt()}
 }

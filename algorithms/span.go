@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -21,11 +22,12 @@ const maxInstant = 1 << 61
 type fixed struct{ whole, num int64 }
 
 func (a fixed) add(b fixed, den int64) fixed {
-	w, n := a.whole+b.whole, a.num+b.num
-	if n >= den {
-		w, n = w+1, n-den
+	// a.num + b.num >= den, written so that it cannot overflow: GCRA's
+	// denominator is the rate's Count, which may be close to MaxInt64.
+	if a.num >= den-b.num {
+		return fixed{a.whole + b.whole + 1, a.num - (den - b.num)}
 	}
-	return fixed{w, n}
+	return fixed{a.whole + b.whole, a.num + b.num}
 }
 
 func (a fixed) sub(b fixed, den int64) fixed {
@@ -50,33 +52,43 @@ func (a fixed) ceil() int64 {
 
 // mulDiv returns a·b/d as whole and remainder, using 128-bit intermediates.
 // It requires a, b >= 0 and d > 0; ok is false when the quotient exceeds
-// maxSpan.
+// maxSpan. It is for spans of time; mulDivAmount is for amounts of units.
 func mulDiv(a, b, d int64) (q fixed, ok bool) {
+	q, ok = mulDivAmount(a, b, d)
+	return q, ok && q.whole <= maxSpan
+}
+
+// mulDivAmount returns a·b/d as whole and remainder, for a, b >= 0 and
+// d > 0; ok is false when the quotient does not fit an int64. Amounts of
+// units (tokens refilled, a level drained) may exceed maxSpan: a capacity
+// may be as large as MaxInt64 when the rate is fast enough.
+func mulDivAmount(a, b, d int64) (q fixed, ok bool) {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
 	if hi >= uint64(d) {
 		return fixed{}, false
 	}
 	uq, ur := bits.Div64(hi, lo, uint64(d))
-	if uq > maxSpan {
+	if uq > math.MaxInt64 {
 		return fixed{}, false
 	}
 	return fixed{int64(uq), int64(ur)}, true
 }
 
 // div returns (whole + num/den)/d rounded down and up, for a >= 0 and d > 0.
-// Callers pass values whose quotient the constructors have bounded by
-// maxSpan; a quotient that would not fit saturates at maxSpan.
+// Callers pass values whose quotient their configuration bounds: spans by
+// maxSpan, amounts of units by the capacity. A quotient that would not fit
+// an int64 saturates at MaxInt64.
 func (a fixed) div(den, d int64) (floor, ceil int64) {
 	hi, lo := bits.Mul64(uint64(a.whole), uint64(den))
 	var carry uint64
 	lo, carry = bits.Add64(lo, uint64(a.num), 0)
 	hi += carry
 	if hi >= uint64(d) {
-		return maxSpan, maxSpan
+		return math.MaxInt64, math.MaxInt64
 	}
 	q, r := bits.Div64(hi, lo, uint64(d))
-	if q > maxSpan {
-		return maxSpan, maxSpan
+	if q >= math.MaxInt64 {
+		return math.MaxInt64, math.MaxInt64
 	}
 	if r != 0 {
 		return int64(q), int64(q) + 1

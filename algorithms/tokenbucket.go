@@ -73,12 +73,14 @@ func (b *TokenBucket) level(n int64) fixed {
 	if elapsed >= b.fill {
 		return fixed{b.capacity, 0}
 	}
-	add, _ := mulDiv(elapsed, b.inc, b.den)
-	t := b.tokens.add(add, b.den)
-	if (fixed{b.capacity, 0}).less(t) {
+	// elapsed < fill, so add < capacity: it fits, though it may exceed
+	// maxSpan, and comparing it with the room left cannot overflow where
+	// tokens + add could.
+	add, _ := mulDivAmount(elapsed, b.inc, b.den)
+	if room := (fixed{b.capacity, 0}).sub(b.tokens, b.den); !add.less(room) {
 		return fixed{b.capacity, 0}
 	}
-	return t
+	return b.tokens.add(add, b.den)
 }
 
 // fullAt is the instant the bucket, holding tokens at n, is full again.
