@@ -1,14 +1,14 @@
 module github.com/sluicehq/sluice/bench
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/sluicehq/sluice v0.0.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/ratelimit v0.3.1
-	golang.org/x/sync v0.25.0
-	golang.org/x/time v0.16.0
+	golang.org/x/sync v0.22.0
+	golang.org/x/time v0.15.0
 )
 
 require github.com/benbjohnson/clock v1.3.0 // indirect
