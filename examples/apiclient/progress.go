@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/actor"
+)
+
+// progress is the live display: one line redrawn with \r on a terminal,
+// a plain line every second otherwise.
+type progress struct {
+	w        io.Writer
+	terminal bool
+}
+
+func newProgress(w io.Writer, terminal bool) *progress { return &progress{w: w, terminal: terminal} }
+
+// start draws until the returned stop is called; stop draws the last line.
+func (p *progress) start(cfg config, live *liveCounts, conns *actor.Pool, requests, tokens *actor.Limiter) (stop func()) {
+	every := time.Duration(cfg.progressEvery)
+	if !p.terminal {
+		every = max(every, time.Second)
+	}
+	begin := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		// Which limit binds: a request waiting at that rate limiter. All
+		// lets one request at a time into the rates, so at most one waits.
+		sample := time.NewTicker(20 * time.Millisecond)
+		defer sample.Stop()
+		for {
+			select {
+			case <-sample.C:
+				live.samples.Add(1)
+				if requests.Stats().Waiting > 0 {
+					live.requestsBound.Add(1)
+				}
+				if tokens.Stats().Waiting > 0 {
+					live.tokensBound.Add(1)
+				}
+			case <-t.C:
+				p.draw(cfg, live, conns, time.Since(begin), false)
+			case <-done:
+				p.draw(cfg, live, conns, time.Since(begin), true)
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+func (p *progress) draw(cfg config, live *liveCounts, conns *actor.Pool, elapsed time.Duration, last bool) {
+	secs := max(elapsed.Seconds(), 1e-9)
+	st := conns.Stats()
+	line := fmt.Sprintf("%4d/%d jobs  429s %d  %5.1f req/s  %9s tokens/min  in flight %2d  waiting for a slot %2d  %5.1fs",
+		live.done.Load(), cfg.jobs, live.tooMany.Load(), float64(live.done.Load())/secs,
+		grouped(int64(float64(live.tokens.Load())/secs*60)), st.InFlight, st.Waiting, secs)
+	switch {
+	case !p.terminal:
+		fmt.Fprintln(p.w, line)
+	case last:
+		fmt.Fprintf(p.w, "\r%s\n", line)
+	default:
+		fmt.Fprintf(p.w, "\r%s%s", line, strings.Repeat(" ", 2))
+	}
+}
