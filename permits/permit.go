@@ -11,10 +11,13 @@ import (
 // time. The zero Permit has cost 0 and Release does nothing.
 type Permit struct {
 	cost  int64
-	owner Releaser
-	token *Token
+	token *Token // nil for a rate permit; it names the owner
 	gen   uint64 // token's generation when the permit was made
 }
+
+// A Permit is three words: small enough for Go to pass and return it in
+// registers, which a fourth word (the owner, now kept in the token) would
+// prevent on every Acquire and Release.
 
 // Cost returns the units the permit holds.
 func (p Permit) Cost() int64 { return p.cost }
@@ -23,11 +26,10 @@ func (p Permit) Cost() int64 { return p.cost }
 // idempotent: only the first Release of a permit (or of any copy of it) has
 // an effect. Safe for concurrent use.
 func (p Permit) Release() {
-	if p.owner == nil {
-		return
-	}
-	if p.token == nil || p.token.gen.CompareAndSwap(p.gen, p.gen+1) {
-		p.owner.ReleasePermit(p)
+	// The owner is read only by the release that wins the CAS; the token is
+	// not reused before ReleasePermit returns it to its limiter.
+	if t := p.token; t != nil && t.gen.CompareAndSwap(p.gen, p.gen+1) {
+		t.owner.ReleasePermit(p)
 	}
 }
 
@@ -45,24 +47,30 @@ type Releaser interface {
 // the generation it was made in. A limiter may therefore reuse a token for
 // a new permit once the old one is released; stale copies stay inert.
 type Token struct {
-	gen atomic.Uint64
+	gen   atomic.Uint64
+	owner Releaser // set by NewPermit
 	// Value is for the limiter: an identity, a slot, a tracking record.
 	Value any
 }
 
 // NewPermit returns a permit of cost units. A rate limiter passes a nil
-// owner (Release is a no-op); a concurrency limiter passes itself and a token
-// not held by any unreleased permit, so that Release calls
-// owner.ReleasePermit exactly once.
+// owner (Release is a no-op, and token is ignored); a concurrency limiter
+// passes itself and a token not held by any unreleased permit, so that
+// Release calls owner.ReleasePermit exactly once. A nil token with an owner
+// allocates one.
 func NewPermit(cost int64, owner Releaser, token *Token) Permit {
-	p := Permit{cost: cost, owner: owner, token: token}
-	if token != nil {
-		p.gen = token.gen.Load()
+	if owner == nil {
+		return Permit{cost: cost}
 	}
-	return p
+	if token == nil {
+		token = new(Token)
+	}
+	token.owner = owner
+	return Permit{cost: cost, token: token, gen: token.gen.Load()}
 }
 
-// Token returns the token the permit was made with, or nil.
+// Token returns the token the permit was made with, or nil for a permit with
+// no owner.
 func (p Permit) Token() *Token { return p.token }
 
 // Limiter is what callers of a limit depend on. Acquire waits, in order,
