@@ -103,7 +103,7 @@ func (m micro) cell() string {
 	if !m.ok {
 		return "error"
 	}
-	return fmt.Sprintf("%s (%s allocs)", formatNs(m.ns), formatCount(m.allocs))
+	return fmt.Sprintf("%s (%s allocs/op)", formatNs(m.ns), formatCount(m.allocs))
 }
 
 // formatCount prints a per-call count: whole when it is within 0.01 of a
