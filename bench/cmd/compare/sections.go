@@ -137,7 +137,7 @@ func waitSection(r *runner, b *strings.Builder) {
 		"*CPU per permit*: user+system time of the process (getrusage) over the permits. "+
 		"*Overtaken*: callers granted after a caller that arrived strictly later (arrival and grant stamped from shared atomic counters just before the call and just after it returns); "+
 		"the stamps are outside the limiter, so scheduling noise alone puts most callers of every library in that column, and the next one counts only overtakers that arrived more than %v later "+
-		"(a granted goroutine can still wait that long in the Go run queue after a burst of grants, so a few show up even for libraries that hand out slots in arrival order: FIFO is not a goal scored here). "+
+		"(delays of that size still happen between a stamp and the call or the grant, and a few show up even for uber ratelimit, which hands out slots in the order its CAS succeeds: FIFO is reported here, not scored). "+
 		"*Excess*: the largest number of grants beyond b + ⌊r·d⌋ over any window of the grant timestamps, median and worst run, and how much of the rate that is. "+
 		"uber ratelimit has no context and no burst; it runs with slack b−1. "+
 		"Goals: sluice's CPU per permit ≤ %.1f× x/time/rate's; wall within %.1f%% of ideal; never above the bound.\n\n", scenario.FIFOApart, goalCPU, goalWall*100)
