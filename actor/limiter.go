@@ -24,10 +24,11 @@ import (
 // A Limiter is safe for concurrent use. Close it when done: it owns a
 // goroutine.
 type Limiter struct {
-	rt    *runtime
-	rate  *ratePolicy
-	gated algorithms.Gated
-	cap   int64
+	rt       *runtime
+	rate     *ratePolicy
+	gated    algorithms.Gated
+	lockFree bool // gated has a lock-free form: the fast path is worth a clock read
+	cap      int64
 }
 
 // New returns a Limiter that owns alg and starts its goroutine. alg must not
@@ -43,7 +44,7 @@ func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
 	p := &ratePolicy{alg: alg}
 	p.gated, _ = alg.(algorithms.Gated)
 	p.cloner, _ = alg.(algorithms.Cloner)
-	l := &Limiter{rate: p, gated: p.gated, cap: alg.Capacity()}
+	l := &Limiter{rate: p, gated: p.gated, lockFree: p.gated != nil && p.gated.LockFree(), cap: alg.Capacity()}
 	l.rt = newRuntime(cfg, p)
 	p.epoch = l.rt.epoch
 	return l
@@ -63,19 +64,8 @@ func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
 // and the cancellation race and the grant wins, it returns the permit and
 // a nil error.
 func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
-	if err := ctx.Err(); err != nil {
-		return permits.Permit{}, err
-	}
-	if err := l.check(cost); err != nil {
-		return permits.Permit{}, err
-	}
-	if l.gated != nil {
-		if ok, _, open := l.gated.TryAdmitAt(l.rt.cfg.clock.Now(), cost); open && ok {
-			l.rt.granted.Add(1)
-			return permits.NewPermit(cost, nil, nil), nil
-		}
-	}
-	return l.result(ctx, l.rt.roundTrip(ctx, opAcquire, cost), cost)
+	g, err := l.AcquireGrant(ctx, cost)
+	return g.Permit, err
 }
 
 // TryAcquire returns a permit for cost units if they are available now and
@@ -83,20 +73,8 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 // whose RetryAfter is exact when nobody waits (the algorithm's RetryAt) and
 // the predicted wait behind the queue otherwise.
 func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
-	if err := l.check(cost); err != nil {
-		return permits.Permit{}, err
-	}
-	if l.gated != nil {
-		if ok, wait, open := l.gated.TryAdmitAt(l.rt.cfg.clock.Now(), cost); open {
-			if ok {
-				l.rt.granted.Add(1)
-				return permits.NewPermit(cost, nil, nil), nil
-			}
-			l.rt.rejected.Add(1)
-			return permits.Permit{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
-		}
-	}
-	return l.result(context.Background(), l.rt.roundTrip(context.Background(), opTry, cost), cost)
+	g, err := l.TryAcquireGrant(cost)
+	return g.Permit, err
 }
 
 // Wait is Acquire(ctx, 1), for callers that need no permit.
@@ -105,10 +83,29 @@ func (l *Limiter) Wait(ctx context.Context) error {
 	return err
 }
 
-// Allow reports whether TryAcquire(1) succeeded.
+// Allow reports whether TryAcquire(1) would have succeeded, and takes the
+// unit if so. Unlike TryAcquire it builds no error for a refusal, so it
+// allocates nothing either way.
 func (l *Limiter) Allow() bool {
-	_, err := l.TryAcquire(1)
-	return err == nil
+	if l.rt.closed.Load() {
+		return false
+	}
+	if l.lockFree {
+		if ok, _, open := l.gated.TryAdmitAt(l.rt.cfg.clock.Now(), 1); open {
+			l.count(ok)
+			return ok
+		}
+	}
+	return l.rt.roundTrip(context.Background(), opTry, 1).status == stGranted
+}
+
+// count records a fast-path decision in the stats.
+func (l *Limiter) count(granted bool) {
+	if granted {
+		l.rt.granted.add(1)
+	} else {
+		l.rt.rejected.add(1)
+	}
 }
 
 // Close fails every waiting caller with permits.ErrClosed, makes every later
@@ -132,9 +129,9 @@ func (l *Limiter) Stats() Stats { return l.rt.stats() }
 
 func (r *runtime) stats() Stats {
 	return Stats{
-		Granted:  r.granted.Load(),
-		Rejected: r.rejected.Load(),
-		Canceled: r.canceled.Load(),
+		Granted:  r.granted.load(),
+		Rejected: r.rejected.load(),
+		Canceled: r.canceled.load(),
 		Waiting:  int(r.waiting.Load()),
 	}
 }

@@ -439,3 +439,20 @@ func TestGrantRacingCancellation(t *testing.T) {
 		}
 	})
 }
+
+func TestFastPathAllocatesNothing(t *testing.T) {
+	g := gcra(t, algorithms.PerSecond(1_000_000_000), 1_000_000)
+	l := actor.New(g)
+	defer l.Close()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { l.Allow() }), "Allow, allowed")
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.TryAcquire(1) }), "TryAcquire, allowed")
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Acquire(context.Background(), 1) }), "Acquire, allowed")
+
+	slow := actor.New(gcra(t, algorithms.Every(time.Hour), 1))
+	defer slow.Close()
+	slow.Allow()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { slow.Allow() }), "Allow, refused: no error is built")
+	st := slow.Stats()
+	assert.Equal(t, uint64(1), st.Granted)
+	assert.Equal(t, uint64(1001), st.Rejected, "refusals are counted (AllocsPerRun runs once more to warm up)")
+}

@@ -107,7 +107,7 @@ func (p *Pool) Acquire(ctx context.Context, cost int64) (permits.Permit, error) 
 		return permits.Permit{}, err
 	}
 	if ok, _ := p.pol.take(cost); ok {
-		p.rt.granted.Add(1)
+		p.rt.granted.add(1)
 		return p.permit(cost), nil
 	}
 	return p.result(ctx, p.rt.roundTrip(ctx, opAcquire, cost), cost)
@@ -124,11 +124,11 @@ func (p *Pool) TryAcquire(cost int64) (permits.Permit, error) {
 	ok, open := p.pol.take(cost)
 	switch {
 	case ok:
-		p.rt.granted.Add(1)
+		p.rt.granted.add(1)
 		return p.permit(cost), nil
 	case open:
 		// Nobody waits and it does not fit: no need to ask the owner.
-		p.rt.rejected.Add(1)
+		p.rt.rejected.add(1)
 		return permits.Permit{}, errPoolBusy
 	}
 	return p.result(context.Background(), p.rt.roundTrip(context.Background(), opTry, cost), cost)

@@ -13,7 +13,8 @@ import (
 var _ permits.Refunder = (*Limiter)(nil)
 
 // AcquireGrant is Acquire, returning with the permit the instant of the
-// grant and whether it waited, which Refund needs. It allocates nothing.
+// grant and whether it waited, which Refund needs. Acquire is this, less
+// the Grant's extra fields. It allocates nothing.
 func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return permits.Grant{}, err
@@ -21,10 +22,10 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
-	if l.gated != nil {
+	if l.lockFree {
 		now := l.rt.cfg.clock.Now()
 		if ok, _, open := l.gated.TryAdmitAt(now, cost); open && ok {
-			l.rt.granted.Add(1)
+			l.rt.granted.add(1)
 			return permits.Grant{Permit: permits.NewPermit(cost, nil, nil), At: now}, nil
 		}
 	}
@@ -32,19 +33,18 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 }
 
 // TryAcquireGrant is TryAcquire, returning the permit as a Grant for
-// Refund.
+// Refund. TryAcquire is this, less the Grant's extra fields.
 func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
-	if l.gated != nil {
+	if l.lockFree {
 		now := l.rt.cfg.clock.Now()
 		if ok, wait, open := l.gated.TryAdmitAt(now, cost); open {
+			l.count(ok)
 			if ok {
-				l.rt.granted.Add(1)
 				return permits.Grant{Permit: permits.NewPermit(cost, nil, nil), At: now}, nil
 			}
-			l.rt.rejected.Add(1)
 			return permits.Grant{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
 		}
 	}

@@ -24,7 +24,7 @@ type runtime struct {
 	closed  atomic.Bool
 	calls   sync.Pool
 
-	granted, rejected, canceled atomic.Uint64
+	granted, rejected, canceled counter
 	waiting                     atomic.Int64
 
 	// owned by the loop
@@ -282,7 +282,7 @@ func (r *runtime) handle(req request, now int64) bool {
 	case opCancel:
 		if r.q.Remove(&c.node) {
 			r.pol.removed()
-			r.canceled.Add(1)
+			r.canceled.add(1)
 			c.status = stCanceled
 		}
 		c.reply <- struct{}{} // the answer, or the acknowledgement of one sent before
@@ -338,13 +338,13 @@ func (r *runtime) admit(req request, now int64) {
 }
 
 func (r *runtime) refuse(c *call, s status, wait int64) {
-	r.rejected.Add(1)
+	r.rejected.add(1)
 	r.answer(c, s, max(wait, 1))
 }
 
 func (r *runtime) answer(c *call, s status, retry int64) {
 	if s == stGranted {
-		r.granted.Add(1)
+		r.granted.add(1)
 	}
 	c.status, c.retry = s, retry
 	c.reply <- struct{}{}

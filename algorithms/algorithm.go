@@ -63,6 +63,10 @@ type Gated interface {
 	AllowOrCloseAt(now time.Time, cost int64) Decision
 	// OpenGate reopens the gate; the owner calls it once it has no waiters.
 	OpenGate()
+	// LockFree reports whether this configuration has a lock-free form at
+	// all; when it is false, TryAllowAt and TryAdmitAt always report the
+	// gate closed and a caller need not read the clock for them.
+	LockFree() bool
 }
 
 // denyNever is the decision for a cost that no waiting can make admissible.

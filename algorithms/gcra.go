@@ -79,6 +79,12 @@ func (g *GCRA) AllowAt(now time.Time, cost int64) Decision {
 	return d
 }
 
+// LockFree reports whether the emission interval is a whole number of
+// nanoseconds, so that the state is one atomic word and TryAllowAt and
+// TryAdmitAt can decide from any goroutine. Otherwise they always report the
+// gate closed.
+func (g *GCRA) LockFree() bool { return g.den == 1 }
+
 // TryAllowAt decides for cost units at now while the gate is open. It is safe
 // for concurrent use with itself and with the owner's calls when the
 // emission interval is a whole number of nanoseconds; otherwise it always
