@@ -5,7 +5,6 @@ go 1.25.0
 require (
 	github.com/sourcegraph/conc v0.3.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sync v0.22.0
 )
 
 require (

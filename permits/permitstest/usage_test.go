@@ -6,8 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sourcegraph/conc/pool"
 	"go.uber.org/goleak"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
@@ -16,36 +16,18 @@ import (
 )
 
 // fetchAll is the code under test: it fetches n pages with a few workers,
-// each call limited by lim.
+// each call limited by lim, and stops at the first error.
 func fetchAll(ctx context.Context, lim permits.Limiter, n int) error {
-	g, ctx := errgroup.WithContext(ctx)
-	pages := make(chan int)
-	g.Go(func() error {
-		defer close(pages)
-		for i := range n {
-			select {
-			case pages <- i:
-			case <-ctx.Done():
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(4).WithCancelOnError().WithFirstError()
+	for range n {
+		p.Go(func(ctx context.Context) error {
+			return permits.Do(ctx, lim, 1, func(ctx context.Context) error {
+				time.Sleep(10 * time.Millisecond) // the request
 				return nil
-			}
-		}
-		return nil
-	})
-	for range 4 {
-		g.Go(func() error {
-			for range pages {
-				err := permits.Do(ctx, lim, 1, func(ctx context.Context) error {
-					time.Sleep(10 * time.Millisecond) // the request
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
+			})
 		})
 	}
-	return g.Wait()
+	return p.Wait()
 }
 
 // TestFetchAllLeaksNothing is the pattern: goleak checks that no goroutine
