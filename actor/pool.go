@@ -25,22 +25,28 @@ import (
 // capacity it would have taken goes to the waiters behind it.
 //
 // When nobody waits, Acquire, TryAcquire and Release decide with one atomic
-// operation on an in-flight counter and send no message, and allocate
-// nothing. An uncontended Acquire plus Release costs about 75ns on a 2-core
-// machine where golang.org/x/sync/semaphore takes 18ns (bench/); most of
-// the difference is copying the 40-byte permits.Permit, which is too large
-// for the compiler to keep in registers. The owner closes that fast path, in
-// the same atomic step as the denial that queues the first waiter, and
-// reopens it once the queue is empty, so the fast path never passes a
-// waiter. While anyone waits, a Release is a one-way message that wakes the
-// owner to grant the head.
+// operation on an in-flight counter, send no message and allocate nothing.
+// An uncontended Acquire plus Release costs about 35ns on the 2-core
+// machine of docs/benchmarks.md (golang.org/x/sync/semaphore: about 20ns),
+// and about 45ns with two goroutines at it (semaphore: 27ns): each permit
+// carries a recycled token so that its Release counts once however many
+// copies are released, and the tokens come from a per-processor cache so
+// that goroutines do not fight over one free list. The owner closes that
+// fast path, in the same atomic step as the denial that queues the first
+// waiter, and reopens it once the queue is empty, so the fast path never
+// passes a waiter. While anyone waits, a Release is a one-way message that
+// wakes the owner to grant the head.
 //
 // A Pool is safe for concurrent use. Close it when done: it owns a
 // goroutine.
 type Pool struct {
-	rt     *runtime
-	pol    *poolPolicy
-	tokens tokenStack // recycled by ReleasePermit
+	rt  *runtime
+	pol *poolPolicy
+	// tokens recycles the tokens that make each permit release once. A
+	// token goes back only from ReleasePermit, after its permit's
+	// generation has moved on, so a stale copy of an old permit can never
+	// release a new one.
+	tokens sync.Pool // *permits.Token
 }
 
 // NewPool returns a Pool of size cost units and starts its goroutine. It
@@ -55,7 +61,7 @@ func NewPool(size int64, opts ...PoolOption) (*Pool, error) {
 		o.applyPool(&cfg)
 	}
 	p := &Pool{pol: &poolPolicy{size: size}}
-	p.tokens.init()
+	p.tokens.New = func() any { return new(permits.Token) }
 	p.rt = newRuntime(cfg, p.pol)
 	return p, nil
 }
@@ -149,7 +155,7 @@ func (p *Pool) ReleasePermit(pm permits.Permit) {
 		p.rt.post(request{op: opRelease, cost: pm.Cost()})
 	}
 	if t := pm.Token(); t != nil {
-		p.tokens.push(t)
+		p.tokens.Put(t)
 	}
 }
 
@@ -209,7 +215,7 @@ func (p *Pool) check(cost int64) error {
 // permit makes a permit for cost units with a recycled token, so that its
 // Release reaches ReleasePermit exactly once.
 func (p *Pool) permit(cost int64) permits.Permit {
-	return permits.NewPermit(cost, p, p.tokens.pop())
+	return permits.NewPermit(cost, p, p.tokens.Get().(*permits.Token))
 }
 
 func (p *Pool) result(ctx context.Context, res result, cost int64) (permits.Permit, error) {
@@ -307,80 +313,3 @@ func (q *poolPolicy) idle() {
 // units are already back in the word, and the loop's schedule, which runs
 // after every batch, grants whoever they let in.
 func (q *poolPolicy) release(int64) {}
-
-// tokenStack recycles the tokens that make a pool's permits release once:
-// a lock-free LIFO (Treiber stack) of slots, which costs about half of what
-// a sync.Pool Get and Put do on the fast path. A token goes back on the
-// stack only from ReleasePermit, that is after its permit's generation has
-// moved on, so a stale copy of an old permit can never release the new one.
-//
-// The stack links slots by index, not pointer, so that its head can carry a
-// tag in the same word: every pop bumps the tag, so a pop that read the head
-// before another pop and push of the same slot fails its CAS (no ABA). The
-// slots live in a table that only grows, to as many as were ever held at
-// once, and is replaced (copy on write) under mu.
-type tokenStack struct {
-	head  atomic.Uint64 // pops<<32 | index of the top slot, or noSlot
-	table atomic.Pointer[[]*tokenSlot]
-	mu    sync.Mutex // serialises growth
-}
-
-type tokenSlot struct {
-	tok  permits.Token // tok.Value is the slot itself
-	next atomic.Uint32 // slot below this one on the stack
-	idx  uint32
-}
-
-const noSlot = 1<<32 - 1
-
-func (s *tokenStack) init() {
-	s.head.Store(noSlot)
-	s.table.Store(new([]*tokenSlot))
-}
-
-// pop returns a free token, making one if none is free.
-func (s *tokenStack) pop() *permits.Token {
-	for {
-		h := s.head.Load()
-		i := uint32(h)
-		if i == noSlot {
-			return s.grow()
-		}
-		sl := (*s.table.Load())[i]
-		next := sl.next.Load()
-		if s.head.CompareAndSwap(h, (h>>32+1)<<32|uint64(next)) {
-			return &sl.tok
-		}
-	}
-}
-
-// push makes t free again. Tokens that are not the stack's are dropped.
-func (s *tokenStack) push(t *permits.Token) {
-	sl, ok := t.Value.(*tokenSlot)
-	if !ok {
-		return
-	}
-	for {
-		h := s.head.Load()
-		sl.next.Store(uint32(h))
-		if s.head.CompareAndSwap(h, h&^noSlot|uint64(sl.idx)) {
-			return
-		}
-	}
-}
-
-// grow makes a token in a new slot. Past 2^32-1 slots (as many permits held
-// at once) it makes tokens that are not recycled.
-func (s *tokenStack) grow() *permits.Token {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old := *s.table.Load()
-	if len(old) >= noSlot {
-		return new(permits.Token)
-	}
-	sl := &tokenSlot{idx: uint32(len(old))}
-	sl.tok.Value = sl
-	grown := append(old[:len(old):len(old)], sl)
-	s.table.Store(&grown)
-	return &sl.tok
-}
