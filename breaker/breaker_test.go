@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -36,11 +37,7 @@ func mustNew(t testing.TB, opts ...breaker.Option) *breaker.Breaker {
 }
 
 // fakeClock is a clock the test moves by hand; it may go backwards.
-type fakeClock struct{ now atomic.Int64 }
-
-func (c *fakeClock) Now() time.Time          { return t0.Add(time.Duration(c.now.Load())) }
-func (c *fakeClock) Set(d time.Duration)     { c.now.Store(int64(d)) }
-func (c *fakeClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
+type fakeClock = testutil.Clock
 
 func withClock(t testing.TB, c *fakeClock, opts ...breaker.Option) *breaker.Breaker {
 	t.Helper()
@@ -634,7 +631,7 @@ func TestRateWindowProperty(t *testing.T) {
 		minCalls := 1 + rng.IntN(20)
 		var c fakeClock
 		c.Set(time.Duration(rng.Int64N(int64(time.Hour))))
-		origin := time.Duration(c.now.Load())
+		origin := c.Now().Sub(testutil.Epoch)
 		b := withClock(t, &c, breaker.WithFailureRate(rate, width, minCalls))
 		failP := rate * (0.3 + 0.6*rng.Float64())
 		var events []event
@@ -643,7 +640,7 @@ func TestRateWindowProperty(t *testing.T) {
 				c.Advance(time.Duration(rng.Int64N(int64(width / 4))))
 			}
 			failed := rng.Float64() < failP
-			now := time.Duration(c.now.Load()) - origin
+			now := c.Now().Sub(testutil.Epoch) - origin
 			if failed {
 				b.Do(ctx, fail)
 			} else {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,13 +28,9 @@ func mustNew(t testing.TB, opts ...budget.Option) *budget.RetryBudget {
 }
 
 // fakeClock is a clock the test moves by hand; it may go backwards.
-type fakeClock struct{ now atomic.Int64 }
+type fakeClock = testutil.Clock
 
 var t0 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func (c *fakeClock) Now() time.Time          { return t0.Add(time.Duration(c.now.Load())) }
-func (c *fakeClock) Set(d time.Duration)     { c.now.Store(int64(d)) }
-func (c *fakeClock) Advance(d time.Duration) { c.now.Add(int64(d)) }
 
 func newWithClock(t testing.TB, c *fakeClock, opts ...budget.Option) *budget.RetryBudget {
 	t.Helper()
