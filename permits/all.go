@@ -57,11 +57,17 @@ type Refunder interface {
 // from elsewhere) keeps what it granted; give All only limiters of sluice,
 // or of your own that release or refund, if that matters.
 //
-// The order matters, and All chooses it. First the limiters that are not
-// Refunders (pools), in the order given, so that no rate capacity is spent
-// while a request waits for a slot. Then the rate limiters, one request at
-// a time (a FIFO hand-off), so that a request's rate grants come at one
-// instant and are followed at once by its call: a rate grant taken before
+// Requests are admitted one at a time, in the order they called Acquire (a
+// FIFO hand-off, whose waiters are served in order): a request that came
+// later never gets its parts first. Stages taken one after the other by
+// concurrent requests would not keep that order: two requests that one
+// pool grants in order, in one batch, are woken in an order the Go
+// scheduler chooses, and could reach the rates the other way round. Within
+// a request the order matters too, and All chooses it. First the limiters
+// that are not Refunders (pools), in the order given, so that no rate
+// capacity is spent while a request waits for a slot. Then the rate
+// limiters, so that a request's rate grants come at one instant and are
+// followed at once by its call: a rate grant taken before
 // waiting on another rate would be spent early, and a burst of such stale
 // grants could exceed the quota the rates describe. When a later rate made
 // the request wait, All refunds the earlier grants and takes them again
@@ -73,7 +79,7 @@ type Refunder interface {
 //
 // TryAcquire takes every part without waiting, in the same order, and gives
 // everything back on the first refusal, which it returns. It fails while
-// another request is being admitted by the rate limiters.
+// another request is being admitted.
 //
 // The combined permit's record (a token and the parts' permits) is
 // recycled when the permit is released, so Acquire and TryAcquire allocate
@@ -94,7 +100,7 @@ func All(limiters ...Limiter) Limiter {
 			a.holds = append(a.holds, i)
 		}
 	}
-	if len(a.rates) > 1 {
+	if len(a.parts) > 1 {
 		a.turn = make(chan struct{}, 1)
 	}
 	n := len(a.parts)
@@ -110,7 +116,7 @@ type all struct {
 	parts   []part
 	holds   []int         // parts released on failure, taken first
 	rates   []int         // Refunders, taken together
-	turn    chan struct{} // the rate phase's FIFO hand-off; nil with < 2 rates
+	turn    chan struct{} // the FIFO hand-off between requests; nil with one part
 	records sync.Pool     // *record
 }
 
@@ -171,6 +177,15 @@ func (a *all) Acquire(ctx context.Context, cost int64) (Permit, error) {
 	if cost < 1 {
 		return Permit{}, InvalidCost(cost)
 	}
+	if a.turn != nil {
+		// One request at a time, in the order they came: see All.
+		select {
+		case a.turn <- struct{}{}:
+		case <-ctx.Done():
+			return Permit{}, ctx.Err()
+		}
+		defer func() { <-a.turn }()
+	}
 	r := a.records.Get().(*record)
 	for _, i := range a.holds {
 		pm, err := a.parts[i].lim.Acquire(ctx, a.parts[i].cost(cost))
@@ -181,19 +196,7 @@ func (a *all) Acquire(ctx context.Context, cost int64) (Permit, error) {
 		r.got[i], r.taken[i] = Grant{Permit: pm}, true
 	}
 	if len(a.rates) > 0 {
-		if a.turn != nil {
-			select {
-			case a.turn <- struct{}{}:
-			case <-ctx.Done():
-				a.undo(r)
-				return Permit{}, ctx.Err()
-			}
-		}
-		err := a.takeRates(ctx, cost, r)
-		if a.turn != nil {
-			<-a.turn
-		}
-		if err != nil {
+		if err := a.takeRates(ctx, cost, r); err != nil {
 			a.undo(r)
 			return Permit{}, err
 		}

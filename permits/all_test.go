@@ -367,3 +367,44 @@ func allProperty(t *testing.T, seed uint64) {
 		}
 	}
 }
+
+// Two requests queued on a pool, in order, are granted by one release in
+// one batch; the Go scheduler may wake the later one first. All must still
+// admit them in the order they came: the later one never takes the rates
+// first.
+func TestAllKeepsArrivalOrderAcrossStages(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		synctest.Test(t, func(t *testing.T) {
+			pool := newPool(t, 2)
+			defer pool.Close()
+			requests := rateLimiter(t, algorithms.PerSecond(10), 1)
+			defer requests.Close()
+			tokens := rateLimiter(t, algorithms.PerSecond(1000), 1000)
+			defer tokens.Close()
+			lim := permits.All(permits.FixedCost(pool, 1), permits.FixedCost(requests, 1), tokens)
+
+			hold, err := pool.Acquire(context.Background(), 2) // the pool is full
+			require.NoError(t, err)
+			var mu sync.Mutex
+			var order []string
+			var wg sync.WaitGroup
+			for _, name := range []string{"first", "second"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p, err := lim.Acquire(context.Background(), 1)
+					if assert.NoError(t, err) {
+						mu.Lock()
+						order = append(order, name)
+						mu.Unlock()
+						p.Release()
+					}
+				}()
+				synctest.Wait() // "first" is waiting before "second" starts
+			}
+			hold.Release() // frees both slots at once
+			wg.Wait()
+			assert.Equal(t, []string{"first", "second"}, order)
+		})
+	}
+}
