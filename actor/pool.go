@@ -264,8 +264,6 @@ func (q *poolPolicy) take(cost int64) (ok, open bool) {
 	}
 }
 
-func (q *poolPolicy) capacity() int64 { return q.size }
-
 // admit decides for a request that found the queue empty. A denial of a
 // request that will wait closes the gate in the same CAS that observed the
 // count, so no release can slip between the two unnoticed: a release after

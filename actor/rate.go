@@ -37,8 +37,6 @@ func (p *ratePolicy) ns(t time.Time) int64 {
 	return int64(t.Sub(p.epoch))
 }
 
-func (p *ratePolicy) capacity() int64 { return p.alg.Capacity() }
-
 func (p *ratePolicy) admit(now, cost int64, wait bool) (bool, int64) {
 	var d algorithms.Decision
 	if wait && p.gated != nil {

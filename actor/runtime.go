@@ -28,15 +28,13 @@ type runtime struct {
 	waiting                     atomic.Int64
 
 	// owned by the loop
-	q       scheduler.Queue[*call]
-	timer   Timer
-	armed   int64 // instant the timer is armed for, or 0
-	decided int64 // instant of the latest Decide
+	q     scheduler.Queue[*call]
+	timer Timer
+	armed int64 // instant the timer is armed for, or 0
 }
 
 // policy is what an owner owns: the decisions, in ns on its timeline.
 type policy interface {
-	capacity() int64
 	// admit decides for a request that found the queue empty. On a denial
 	// that waiting can cure, retry is the predicted grant instant (0 when
 	// only an event can help); a waiting request may close fast paths.
@@ -378,14 +376,13 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 // owner adapts the runtime to scheduler.Owner without exporting methods.
 type owner struct{ r *runtime }
 
-func (o owner) Decide(at, cost int64) (bool, int64) {
-	o.r.decided = at // the instant a grant is made at, for refunds
-	return o.r.pol.decide(at, cost)
-}
+func (o owner) Decide(at, cost int64) (bool, int64) { return o.r.pol.decide(at, cost) }
 
-func (o owner) Granted(n *scheduler.Node[*call], _ int64) {
+// Granted answers a waiter with the instant it was granted at (its
+// scheduled instant), which a refund needs.
+func (o owner) Granted(n *scheduler.Node[*call], at int64) {
 	c := n.Value
-	c.at, c.waited = o.r.decided, true
+	c.at, c.waited = at, true
 	o.r.answer(c, stGranted, 0)
 }
 
