@@ -135,27 +135,30 @@ func run(ctx context.Context, cfg config, fail int) (result, error) {
 	}
 
 	start := time.Now()
-	err = process(ctx, lim, cfg.jobs, cfg.workers, call)
+	var canceled atomic.Uint64
+	err = process(ctx, lim, cfg.jobs, cfg.workers, call, &canceled)
 	return result{
 		err:      err,
 		elapsed:  time.Since(start),
 		started:  started.Load(),
 		peak:     peak.Load(),
 		held:     conns.Stats().InFlight,
-		canceled: rate.Stats().Canceled + conns.Stats().Canceled,
+		canceled: canceled.Load(),
 	}, nil
 }
 
 // process is the worker loop: a feeder sends jobs 0 to jobs-1, and each of
 // workers workers runs call on the jobs it takes, under a permit of lim
-// acquired with the group's context. It returns the first error.
+// acquired with the group's context. It returns the first error, and
+// counts in canceled the acquisitions that gave up because the group's
+// context ended.
 //
 // When a call fails, the group's context is cancelled: the feeder stops at
 // once (it selects on ctx.Done), and so does every worker waiting in
 // lim.Acquire, which gives back whatever part of the permit it held. With
 // g.SetLimit instead of lim, the feeder would sit in g.Go, which takes no
 // context, until a running call returned.
-func process(ctx context.Context, lim permits.Limiter, jobs, workers int, call func(context.Context, int) error) error {
+func process(ctx context.Context, lim permits.Limiter, jobs, workers int, call func(context.Context, int) error, canceled *atomic.Uint64) error {
 	g, ctx := errgroup.WithContext(ctx)
 	queue := make(chan int)
 	g.Go(func() error {
@@ -172,10 +175,15 @@ func process(ctx context.Context, lim permits.Limiter, jobs, workers int, call f
 	for range workers {
 		g.Go(func() error {
 			for j := range queue {
+				ran := false
 				err := permits.Do(ctx, lim, 1, func(ctx context.Context) error {
+					ran = true
 					return call(ctx, j)
 				})
 				if err != nil {
+					if !ran && ctx.Err() != nil {
+						canceled.Add(1) // gave up waiting for a permit
+					}
 					return err
 				}
 			}
