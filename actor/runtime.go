@@ -89,15 +89,25 @@ const (
 // the result fields before it signals reply; the caller reads them after.
 //
 // Every waiter holds one while it waits, so its size is the heap a waiter
-// costs beside its reply channel: the small fields sit together at the end
-// (80 bytes, a size class below the 96 that padding them apart would take).
+// costs beside its reply channel: 64 bytes, with the small fields together
+// at the end and one word for the result's instant or duration.
 type call struct {
 	reply  chan struct{} // capacity 2: the answer, and a cancellation's acknowledgement
 	node   scheduler.Node[*call]
-	retry  int64 // RetryAfter in ns, for stLimited and stDeadline
-	at     int64 // stGranted: the instant the policy granted at
+	n      int64 // stGranted: the instant granted at; stLimited, stDeadline: RetryAfter in ns
 	status status
 	waited bool // stGranted: granted from the queue, not on arrival
+}
+
+// result reads what the owner wrote into c.
+func (c *call) result() result {
+	res := result{status: c.status, waited: c.waited}
+	if c.status == stGranted {
+		res.at = c.n
+	} else {
+		res.retry = time.Duration(c.n)
+	}
+	return res
 }
 
 // newCall makes a call for a runtime's pool. Each runtime has its own pool:
@@ -196,7 +206,7 @@ func (r *runtime) roundTrip(ctx context.Context, o op, cost int64) result {
 		select {
 		case <-c.reply:
 		case <-done:
-			return result{status: c.status, retry: time.Duration(c.retry)}
+			return c.result()
 		}
 	}
 	return r.finish(c)
@@ -220,7 +230,7 @@ func (r *runtime) post(req request) bool {
 }
 
 func (r *runtime) finish(c *call) result {
-	res := result{status: c.status, retry: time.Duration(c.retry), at: c.at, waited: c.waited}
+	res := c.result()
 	r.calls.Put(c)
 	return res
 }
@@ -230,7 +240,7 @@ func (r *runtime) finish(c *call) result {
 func poll(c *call) result {
 	select {
 	case <-c.reply:
-		return result{status: c.status, retry: time.Duration(c.retry), at: c.at, waited: c.waited}
+		return c.result()
 	default:
 		return result{status: stClosed}
 	}
@@ -307,8 +317,8 @@ func (r *runtime) admit(req request, now int64) {
 	if r.q.Len() == 0 {
 		ok, retry := r.pol.admit(now, req.cost, !try)
 		if ok {
-			c.at, c.waited = now, false
-			r.answer(c, stGranted, 0)
+			c.waited = false
+			r.answer(c, stGranted, now)
 			return
 		}
 		at, known = retry, retry != 0
@@ -344,11 +354,13 @@ func (r *runtime) refuse(c *call, s status, wait int64) {
 	r.answer(c, s, max(wait, 1))
 }
 
-func (r *runtime) answer(c *call, s status, retry int64) {
+// answer writes the result into c and signals its caller: for a grant, n is
+// the instant granted at; for a refusal, the RetryAfter in ns.
+func (r *runtime) answer(c *call, s status, n int64) {
 	if s == stGranted {
 		r.granted.add(1)
 	}
-	c.status, c.retry = s, retry
+	c.status, c.n = s, n
 	c.reply <- struct{}{}
 }
 
@@ -386,8 +398,8 @@ func (o owner) Decide(at, cost int64) (bool, int64) { return o.r.pol.decide(at, 
 // scheduled instant), which a refund needs.
 func (o owner) Granted(n *scheduler.Node[*call], at int64) {
 	c := n.Value
-	c.at, c.waited = at, true
-	o.r.answer(c, stGranted, 0)
+	c.waited = true
+	o.r.answer(c, stGranted, at)
 }
 
 // shutdown fails every waiter and every request still in the mailbox with

@@ -9,14 +9,11 @@ type Node[T any] struct {
 	Arrival int64 // when it arrived, ns on the owner's timeline
 
 	prev, next *Node[T]
-	queue      *Queue[T]
 }
 
 // Next returns the waiter behind n, or nil.
 func (n *Node[T]) Next() *Node[T] { return n.next }
 
-// Queued reports whether n is in a queue.
-func (n *Node[T]) Queued() bool { return n.queue != nil }
 
 // Owner is what a Queue asks while granting.
 type Owner[T any] interface {
@@ -51,13 +48,18 @@ func (q *Queue[T]) Len() int { return q.n }
 // Head returns the first waiter, or nil.
 func (q *Queue[T]) Head() *Node[T] { return q.head }
 
-// Push appends n. It panics if n is already queued: that is a bug in the
+// Contains reports whether n is in q. A node belongs to one queue at a time
+// (the owner's); the node keeps no pointer back to it, which would cost
+// every waiter a word.
+func (q *Queue[T]) Contains(n *Node[T]) bool { return n.prev != nil || q.head == n }
+
+// Push appends n. It panics if n is already in q: that is a bug in the
 // owner, not a condition of input.
 func (q *Queue[T]) Push(n *Node[T]) {
-	if n.queue != nil {
+	if q.Contains(n) {
 		panic("scheduler: node pushed twice")
 	}
-	n.queue, n.prev, n.next = q, q.tail, nil
+	n.prev, n.next = q.tail, nil
 	if q.tail == nil {
 		q.head = n
 		q.headRetry, q.headSince, q.sinceKnown = 0, n.Arrival, true
@@ -72,7 +74,7 @@ func (q *Queue[T]) Push(n *Node[T]) {
 // there. The waiters behind move up; nothing they were promised changes,
 // since nothing is consumed before a grant.
 func (q *Queue[T]) Remove(n *Node[T]) bool {
-	if n.queue != q {
+	if !q.Contains(n) {
 		return false
 	}
 	if n.prev == nil {
@@ -88,7 +90,7 @@ func (q *Queue[T]) Remove(n *Node[T]) bool {
 	} else {
 		n.next.prev = n.prev
 	}
-	n.prev, n.next, n.queue = nil, nil, nil
+	n.prev, n.next = nil, nil
 	q.n--
 	return true
 }

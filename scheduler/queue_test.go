@@ -96,7 +96,7 @@ func TestRemoveAnywhereIsO1AndKeepsOrder(t *testing.T) {
 		}
 		require.True(t, q.Remove(ns[victim]))
 		assert.False(t, q.Remove(ns[victim]), "second remove")
-		assert.False(t, ns[victim].Queued())
+		assert.False(t, q.Contains(ns[victim]))
 		assert.Equal(t, 4, q.Len())
 		p := &pacer{every: 100}
 		q.Grant(1000, p)
