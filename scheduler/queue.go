@@ -14,7 +14,6 @@ type Node[T any] struct {
 // Next returns the waiter behind n, or nil.
 func (n *Node[T]) Next() *Node[T] { return n.next }
 
-
 // Owner is what a Queue asks while granting.
 type Owner[T any] interface {
 	// Decide answers for cost at instant at, and takes the capacity when it
