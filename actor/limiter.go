@@ -90,7 +90,7 @@ func (l *Limiter) Allow() bool {
 	if l.rt.closed.Load() {
 		return false
 	}
-	if l.lockFree {
+	if l.lockFree && !l.rt.busy.Load() { // busy: waiters, so the gate is closed
 		if ok, _, open := l.gated.TryAdmitAt(l.rt.cfg.clock.Now(), 1); open {
 			l.count(ok)
 			return ok
@@ -132,7 +132,7 @@ func (r *runtime) stats() Stats {
 		Granted:  r.granted.load(),
 		Rejected: r.rejected.load(),
 		Canceled: r.canceled.load(),
-		Waiting:  int(r.waiting.Load()),
+		Waiting:  int(r.waiting.Load() + r.lateN.Load()),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -455,4 +456,43 @@ func TestFastPathAllocatesNothing(t *testing.T) {
 	st := slow.Stats()
 	assert.Equal(t, uint64(1), st.Granted)
 	assert.Equal(t, uint64(1001), st.Rejected, "refusals are counted (AllocsPerRun runs once more to warm up)")
+}
+
+// countingClock counts the owner's and the fast path's clock reads.
+type countingClock struct{ reads atomic.Int64 }
+
+func (c *countingClock) Now() time.Time {
+	c.reads.Add(1)
+	return time.Now()
+}
+func (c *countingClock) NewTimer(d time.Duration) actor.Timer { return lateClock{}.NewTimer(d) }
+
+func TestArrivalsJoinABusyQueueWithoutWakingTheOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &countingClock{}
+		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
+		defer l.Close()
+		t0 := time.Now()
+		require.True(t, l.Allow())
+		head, g := newGrants(), newGrants()
+		var wg sync.WaitGroup
+		queue(t, &wg, l, head, nil, 1) // the head: queued, the owner's timer armed
+		before := clock.reads.Load()
+
+		costs := make([]int64, 10)
+		for i := range costs {
+			costs[i] = 1
+		}
+		queue(t, &wg, l, g, nil, costs...)
+		assert.Equal(t, before, clock.reads.Load(), "ten arrivals, and the owner never woke (it reads the clock once per wake-up)")
+		assert.Equal(t, 11, l.Stats().Waiting, "they count as waiting")
+
+		wg.Wait()
+		assert.Equal(t, t0.Add(100*time.Millisecond), head.at[0])
+		require.Len(t, g.order, 10)
+		for k, id := range g.order {
+			assert.Equal(t, k, id, "FIFO")
+			assert.Equal(t, t0.Add(time.Duration(k+2)*100*time.Millisecond), g.at[id], "waiter %d", k)
+		}
+	})
 }

@@ -22,7 +22,7 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
-	if l.lockFree {
+	if l.lockFree && !l.rt.busy.Load() { // busy: waiters, so the gate is closed
 		now := l.rt.cfg.clock.Now()
 		if ok, _, open := l.gated.TryAdmitAt(now, cost); open && ok {
 			l.rt.granted.add(1)
@@ -38,7 +38,7 @@ func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
-	if l.lockFree {
+	if l.lockFree && !l.rt.busy.Load() { // busy: waiters, so the gate is closed
 		now := l.rt.cfg.clock.Now()
 		if ok, wait, open := l.gated.TryAdmitAt(now, cost); open {
 			l.count(ok)

@@ -27,6 +27,14 @@ type runtime struct {
 	granted, rejected, canceled counter
 	waiting                     atomic.Int64
 
+	// late holds Acquires that joined without waking the owner: newest
+	// first, linked through their node's Value (see deferAcquire). busy
+	// says the owner has waiters and its timer armed, so it will wake and
+	// take them before it grants anything they could be granted.
+	late  atomic.Pointer[call]
+	lateN atomic.Int64 // calls in late, for Stats
+	busy  atomic.Bool
+
 	// owned by the loop
 	q     scheduler.Queue[*call]
 	timer Timer
@@ -63,6 +71,7 @@ const (
 	opRelease
 	opClose
 	opRefund // a rate grant given back unused (refund.go); answered
+	opKick   // nothing: wakes the owner to take late Acquires
 )
 
 type request struct {
@@ -169,7 +178,9 @@ func (r *runtime) roundTrip(ctx context.Context, o op, cost int64) result {
 	if dl, ok := ctx.Deadline(); ok {
 		req.hasDeadline, req.deadline = true, int64(dl.Sub(r.epoch))
 	}
-	if !r.post(req) {
+	if o == opAcquire && !req.hasDeadline && r.cfg.maxWait < 0 && r.cfg.maxQueue <= 0 && r.busy.Load() {
+		r.deferAcquire(c, cost)
+	} else if !r.post(req) {
 		r.calls.Put(c)
 		return result{status: stClosed}
 	}
@@ -229,6 +240,60 @@ func (r *runtime) post(req request) bool {
 	}
 }
 
+// deferAcquire joins an Acquire without waking the owner, which is busy:
+// it has waiters, and its timer armed for the head. Nothing this Acquire
+// could be granted comes before the head's grant (FIFO), and it needs no
+// prediction (no deadline, no WithMaxWait or WithMaxQueue), so it can wait
+// in the late stack until the owner next wakes, for its timer or any
+// message; the owner takes the late stack before anything else it
+// handles, so the Acquire keeps its place ahead of every later request.
+// On the wait path this saves the owner a wake-up per Acquire.
+//
+// If the owner stopped being busy meanwhile, it may have parked without a
+// timer and without seeing this push: the seq-cst order of the push, the
+// owner's clearing of busy and its look at the stack before it parks
+// means that then this caller sees busy false, and sends a wake-up.
+// Closing is covered as for posted requests: the caller that then sees
+// closed false knows the close message, and the owner's final look at the
+// stack, come after its push.
+func (r *runtime) deferAcquire(c *call, cost int64) {
+	c.node.Cost = cost
+	for {
+		top := r.late.Load()
+		c.node.Value = top // the link, while the call is not queued
+		if r.late.CompareAndSwap(top, c) {
+			break
+		}
+	}
+	r.lateN.Add(1)
+	if !r.busy.Load() {
+		r.post(request{op: opKick})
+	}
+}
+
+// takeLate admits the late Acquires, oldest first, as arrivals at now.
+func (r *runtime) takeLate(now int64) {
+	top := r.late.Swap(nil)
+	if top == nil {
+		return
+	}
+	// Reverse the stack into arrival order, restoring each node's Value.
+	var first *call
+	for c := top; c != nil; {
+		next := c.node.Value
+		c.node.Value = first
+		first, c = c, next
+	}
+	var n int64
+	for c := first; c != nil; n++ {
+		next := c.node.Value
+		c.node.Value = c
+		r.admit(request{op: opAcquire, cost: c.node.Cost, c: c}, now)
+		c = next
+	}
+	r.lateN.Add(-n)
+}
+
 func (r *runtime) finish(c *call) result {
 	res := c.result()
 	r.calls.Put(c)
@@ -253,32 +318,43 @@ func (r *runtime) loop() {
 	var timerC <-chan time.Time
 	for {
 		var req request
-		if timerC == nil {
-			req = <-r.mailbox // nothing timed: a plain receive, no select
-		} else {
+		got := false
+		switch {
+		case r.late.Load() != nil:
+			// Late Acquires are waiting: serve them without parking.
 			select {
 			case req = <-r.mailbox:
+				got = true
+			default:
+			}
+		case timerC == nil:
+			req, got = <-r.mailbox, true // nothing timed: a plain receive
+		default:
+			select {
+			case req = <-r.mailbox:
+				got = true
 			case <-timerC:
 				r.armed = 0
-				timerC = r.schedule(r.now())
-				continue
 			}
 		}
 		now := r.now() // one clock read per batch
-		if !r.handle(req, now) {
-			r.shutdown()
-			return
-		}
-	drain:
-		for i := 1; i < maxBatch; i++ {
-			select {
-			case req = <-r.mailbox:
-				if !r.handle(req, now) {
-					r.shutdown()
-					return
+		r.takeLate(now)
+		if got {
+			if !r.handle(req, now) {
+				r.shutdown()
+				return
+			}
+		drain:
+			for i := 1; i < maxBatch; i++ {
+				select {
+				case req = <-r.mailbox:
+					if !r.handle(req, now) {
+						r.shutdown()
+						return
+					}
+				default:
+					break drain
 				}
-			default:
-				break drain
 			}
 		}
 		timerC = r.schedule(now)
@@ -291,6 +367,7 @@ func (r *runtime) handle(req request, now int64) bool {
 	switch req.op {
 	case opClose:
 		return false
+	case opKick:
 	case opCancel:
 		if r.q.Remove(&c.node) {
 			r.pol.removed()
@@ -372,6 +449,7 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 		r.pol.idle()
 	}
 	r.waiting.Store(int64(r.q.Len()))
+	r.busy.Store(wake != 0) // waiters, and a timer that will wake the owner
 	switch {
 	case wake == 0:
 		if r.armed != 0 {
@@ -409,8 +487,16 @@ func (r *runtime) shutdown() {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+	r.busy.Store(false)
 	for n := r.q.PopFront(); n != nil; n = r.q.PopFront() {
 		r.answer(n.Value, stClosed, 0)
+	}
+	for c := r.late.Swap(nil); c != nil; {
+		next := c.node.Value
+		c.node.Value = c
+		r.answer(c, stClosed, 0)
+		r.lateN.Add(-1)
+		c = next
 	}
 	r.waiting.Store(0)
 	for {
