@@ -496,3 +496,42 @@ func TestArrivalsJoinABusyQueueWithoutWakingTheOwner(t *testing.T) {
 		}
 	})
 }
+
+// TestCancellationStressAgainstStats runs on the real clock: many callers
+// cancel at random while others join a busy queue (many of them without
+// waking the owner), and the counts must agree with what the callers saw.
+// -race checks that no pooled call is reused while the owner holds it.
+func TestCancellationStressAgainstStats(t *testing.T) {
+	l := actor.New(gcra(t, algorithms.PerSecond(20000), 1))
+	defer l.Close()
+	var granted, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				ctx, cancel := context.WithCancel(context.Background())
+				if (g+i)%3 == 0 {
+					go cancel() // races the Acquire
+				}
+				_, err := l.Acquire(ctx, 1)
+				cancel()
+				switch {
+				case err == nil:
+					granted.Add(1)
+				case errors.Is(err, context.Canceled):
+					cancelled.Add(1)
+				default:
+					t.Errorf("unexpected error %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	st := l.Stats()
+	assert.Equal(t, uint64(granted.Load()), st.Granted)
+	assert.Equal(t, int64(64*100), granted.Load()+cancelled.Load())
+	assert.LessOrEqual(t, st.Canceled, uint64(cancelled.Load()), "queued waiters that left; the others ended before queuing")
+	assert.Equal(t, 0, st.Waiting)
+}

@@ -174,6 +174,7 @@ func (r *runtime) close() {
 // also watches done.
 func (r *runtime) roundTrip(ctx context.Context, o op, cost int64) result {
 	c := r.calls.Get().(*call)
+	c.status = 0 // no answer yet: a pooled call keeps its last one
 	req := request{op: o, cost: cost, c: c}
 	if dl, ok := ctx.Deadline(); ok {
 		req.hasDeadline, req.deadline = true, int64(dl.Sub(r.epoch))
@@ -348,6 +349,9 @@ func (r *runtime) loop() {
 			for i := 1; i < maxBatch; i++ {
 				select {
 				case req = <-r.mailbox:
+					// A late Acquire pushed before this message was sent
+					// (its own cancellation, say) must be queued first.
+					r.takeLate(now)
 					if !r.handle(req, now) {
 						r.shutdown()
 						return
