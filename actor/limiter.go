@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/permits"
@@ -90,13 +91,23 @@ func (l *Limiter) Allow() bool {
 	if l.rt.closed.Load() {
 		return false
 	}
-	if l.lockFree && !l.rt.busy.Load() { // busy: waiters, so the gate is closed
-		if ok, _, open := l.gated.TryAdmitAt(l.rt.cfg.clock.Now(), 1); open {
-			l.count(ok)
-			return ok
-		}
+	if _, ok, _, decided := l.fast(1); decided {
+		l.count(ok)
+		return ok
 	}
 	return l.rt.roundTrip(context.Background(), opTry, 1).status == stGranted
+}
+
+// fast decides on GCRA's lock-free path. decided is false, and the clock
+// not read, when the caller must ask the owner instead: the algorithm has
+// no lock-free form, or there are waiters (busy), so the gate is closed.
+func (l *Limiter) fast(cost int64) (now time.Time, ok bool, wait time.Duration, decided bool) {
+	if !l.lockFree || l.rt.busy.Load() {
+		return time.Time{}, false, 0, false
+	}
+	now = l.rt.cfg.clock.Now()
+	ok, wait, decided = l.gated.TryAdmitAt(now, cost)
+	return now, ok, wait, decided
 }
 
 // count records a fast-path decision in the stats.
@@ -138,17 +149,7 @@ func (r *runtime) stats() Stats {
 
 var _ permits.Limiter = (*Limiter)(nil)
 
-func (l *Limiter) check(cost int64) error {
-	switch {
-	case cost < 1:
-		return permits.InvalidCost(cost)
-	case cost > l.cap:
-		return permits.CostExceedsCapacity(cost, l.cap)
-	case l.rt.closed.Load():
-		return permits.ErrClosed
-	}
-	return nil
-}
+func (l *Limiter) check(cost int64) error { return l.rt.check(cost, l.cap) }
 
 // result maps a round trip's answer to the API.
 func (l *Limiter) result(ctx context.Context, res result, cost int64) (permits.Permit, error) {
@@ -159,11 +160,6 @@ func (l *Limiter) result(ctx context.Context, res result, cost int64) (permits.P
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: res.retry}
 	case stDeadline:
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: res.retry, Cause: context.DeadlineExceeded}
-	case stCanceled:
-		if err := ctx.Err(); err != nil {
-			return permits.Permit{}, err
-		}
-		return permits.Permit{}, context.Canceled
 	}
-	return permits.Permit{}, permits.ErrClosed
+	return permits.Permit{}, res.ended(ctx)
 }

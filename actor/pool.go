@@ -200,17 +200,7 @@ var (
 	_ permits.Releaser = (*Pool)(nil)
 )
 
-func (p *Pool) check(cost int64) error {
-	switch {
-	case cost < 1:
-		return permits.InvalidCost(cost)
-	case cost > p.pol.size:
-		return permits.CostExceedsCapacity(cost, p.pol.size)
-	case p.rt.closed.Load():
-		return permits.ErrClosed
-	}
-	return nil
-}
+func (p *Pool) check(cost int64) error { return p.rt.check(cost, p.pol.size) }
 
 // permit makes a permit for cost units with a recycled token, so that its
 // Release reaches ReleasePermit exactly once.
@@ -224,13 +214,8 @@ func (p *Pool) result(ctx context.Context, res result, cost int64) (permits.Perm
 		return p.permit(cost), nil
 	case stLimited, stDeadline:
 		return permits.Permit{}, errPoolBusy
-	case stCanceled:
-		if err := ctx.Err(); err != nil {
-			return permits.Permit{}, err
-		}
-		return permits.Permit{}, context.Canceled
 	}
-	return permits.Permit{}, permits.ErrClosed
+	return permits.Permit{}, res.ended(ctx)
 }
 
 // poolGate marks, in poolPolicy.word, that the owner has waiters: the fast

@@ -22,12 +22,9 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
-	if l.lockFree && !l.rt.busy.Load() { // busy: waiters, so the gate is closed
-		now := l.rt.cfg.clock.Now()
-		if ok, _, open := l.gated.TryAdmitAt(now, cost); open && ok {
-			l.rt.granted.add(1)
-			return permits.Grant{Permit: permits.NewPermit(cost, nil, nil), At: now}, nil
-		}
+	if now, ok, _, _ := l.fast(cost); ok { // a denial waits with the owner
+		l.rt.granted.add(1)
+		return permits.Grant{Permit: permits.NewPermit(cost, nil, nil), At: now}, nil
 	}
 	return l.grant(ctx, l.rt.roundTrip(ctx, opAcquire, cost), cost)
 }
@@ -38,15 +35,12 @@ func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
-	if l.lockFree && !l.rt.busy.Load() { // busy: waiters, so the gate is closed
-		now := l.rt.cfg.clock.Now()
-		if ok, wait, open := l.gated.TryAdmitAt(now, cost); open {
-			l.count(ok)
-			if ok {
-				return permits.Grant{Permit: permits.NewPermit(cost, nil, nil), At: now}, nil
-			}
-			return permits.Grant{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
+	if now, ok, wait, decided := l.fast(cost); decided {
+		l.count(ok)
+		if ok {
+			return permits.Grant{Permit: permits.NewPermit(cost, nil, nil), At: now}, nil
 		}
+		return permits.Grant{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
 	}
 	return l.grant(context.Background(), l.rt.roundTrip(context.Background(), opTry, cost), cost)
 }
