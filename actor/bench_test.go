@@ -64,7 +64,7 @@ func BenchmarkMutexGCRABaseline(b *testing.B) {
 // mailbox: a token bucket has no fast path, so every Acquire is a message
 // and a reply.
 func BenchmarkAcquireThroughOwner(b *testing.B) {
-	tb, _ := algorithms.NewTokenBucket(1<<40, algorithms.PerSecond(1_000_000_000))
+	tb, _ := algorithms.NewTokenBucket(algorithms.PerSecond(1_000_000_000), 1<<40)
 	l := actor.New(tb)
 	defer l.Close()
 	ctx := context.Background()
@@ -81,7 +81,7 @@ func BenchmarkAcquireThroughOwner(b *testing.B) {
 }
 
 func BenchmarkAcquireThroughOwnerSerial(b *testing.B) {
-	tb, _ := algorithms.NewTokenBucket(1<<40, algorithms.PerSecond(1_000_000_000))
+	tb, _ := algorithms.NewTokenBucket(algorithms.PerSecond(1_000_000_000), 1<<40)
 	l := actor.New(tb)
 	defer l.Close()
 	ctx := context.Background()

@@ -28,7 +28,7 @@ func gcra(t *testing.T, r algorithms.Rate, burst int64) *algorithms.GCRA {
 
 func tokenBucket(t *testing.T, capacity int64, r algorithms.Rate) *algorithms.TokenBucket {
 	t.Helper()
-	b, err := algorithms.NewTokenBucket(capacity, r)
+	b, err := algorithms.NewTokenBucket(r, capacity)
 	require.NoError(t, err)
 	return b
 }

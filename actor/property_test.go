@@ -269,11 +269,11 @@ func TestPropertyAgainstModel(t *testing.T) {
 			return g
 		}, algorithms.PerSecond(500), 3},
 		{"token bucket 4 at 250/s", func() algorithms.Algorithm {
-			b, _ := algorithms.NewTokenBucket(4, algorithms.PerSecond(250))
+			b, _ := algorithms.NewTokenBucket(algorithms.PerSecond(250), 4)
 			return b
 		}, algorithms.PerSecond(250), 4},
 		{"sliding window 5 per 20ms", func() algorithms.Algorithm {
-			w, _ := algorithms.NewSlidingWindow(5, 20*time.Millisecond)
+			w, _ := algorithms.NewSlidingWindow(algorithms.Rate{Count: 5, Per: 20 * time.Millisecond})
 			return w
 		}, algorithms.Rate{}, 5},
 	}

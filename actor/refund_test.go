@@ -26,17 +26,17 @@ var refundable = map[string]func(t *testing.T) algorithms.Algorithm{
 	},
 	"token bucket": func(t *testing.T) algorithms.Algorithm { return tokenBucket(t, 5, algorithms.PerSecond(10)) },
 	"leaky bucket": func(t *testing.T) algorithms.Algorithm {
-		b, err := algorithms.NewLeakyBucket(5, algorithms.PerSecond(10))
+		b, err := algorithms.NewLeakyBucket(algorithms.PerSecond(10), 5)
 		require.NoError(t, err)
 		return b
 	},
 	"sliding window": func(t *testing.T) algorithms.Algorithm {
-		w, err := algorithms.NewSlidingWindow(5, 500*time.Millisecond)
+		w, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: 5, Per: 500 * time.Millisecond})
 		require.NoError(t, err)
 		return w
 	},
 	"fixed window": func(t *testing.T) algorithms.Algorithm {
-		w, err := algorithms.NewFixedWindow(5, 500*time.Millisecond)
+		w, err := algorithms.NewFixedWindow(algorithms.Rate{Count: 5, Per: 500 * time.Millisecond})
 		require.NoError(t, err)
 		return w
 	},
@@ -108,7 +108,7 @@ func TestBucketsRefundWithinBounds(t *testing.T) {
 	assert.True(t, tb.AllowAt(t0, 5).Allowed)
 	assert.False(t, tb.AllowAt(t0, 1).Allowed)
 
-	lb, err := algorithms.NewLeakyBucket(5, algorithms.PerSecond(1))
+	lb, err := algorithms.NewLeakyBucket(algorithms.PerSecond(1), 5)
 	require.NoError(t, err)
 	require.True(t, lb.AllowAt(t0, 1).Allowed)
 	lb.RefundAt(t0, t0, 3) // floored at empty
@@ -118,9 +118,9 @@ func TestBucketsRefundWithinBounds(t *testing.T) {
 
 func TestSlidingWindowRefundIsExactDespiteLaterAdmissions(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	w, err := algorithms.NewSlidingWindow(5, time.Second)
+	w, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: 5, Per: time.Second})
 	require.NoError(t, err)
-	ref, err := algorithms.NewSlidingWindow(5, time.Second)
+	ref, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: 5, Per: time.Second})
 	require.NoError(t, err)
 	require.True(t, w.AllowAt(t0, 3).Allowed)                           // refunded below
 	require.True(t, w.AllowAt(t0.Add(400*time.Millisecond), 2).Allowed) // stays
@@ -135,7 +135,7 @@ func TestSlidingWindowRefundIsExactDespiteLaterAdmissions(t *testing.T) {
 
 func TestFixedWindowRefundsOnlyItsOwnWindow(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0) // a window boundary for 1s windows
-	w, err := algorithms.NewFixedWindow(5, time.Second)
+	w, err := algorithms.NewFixedWindow(algorithms.Rate{Count: 5, Per: time.Second})
 	require.NoError(t, err)
 	require.True(t, w.AllowAt(t0.Add(900*time.Millisecond), 5).Allowed)
 	w.RefundAt(t0.Add(950*time.Millisecond), t0.Add(900*time.Millisecond), 2)

@@ -41,15 +41,21 @@ func BenchmarkAllowAt(b *testing.B) {
 		{"GCRA", func() algorithms.Algorithm { a, _ := algorithms.NewGCRA(algorithms.PerSecond(1000), 1000); return a }},
 		{"GCRA-3per-s", func() algorithms.Algorithm { a, _ := algorithms.NewGCRA(algorithms.PerSecond(3), 1000); return a }},
 		{"TokenBucket", func() algorithms.Algorithm {
-			a, _ := algorithms.NewTokenBucket(1000, algorithms.PerSecond(1000))
+			a, _ := algorithms.NewTokenBucket(algorithms.PerSecond(1000), 1000)
 			return a
 		}},
 		{"LeakyBucket", func() algorithms.Algorithm {
-			a, _ := algorithms.NewLeakyBucket(1000, algorithms.PerSecond(1000))
+			a, _ := algorithms.NewLeakyBucket(algorithms.PerSecond(1000), 1000)
 			return a
 		}},
-		{"SlidingWindow", func() algorithms.Algorithm { a, _ := algorithms.NewSlidingWindow(1000, time.Second); return a }},
-		{"FixedWindow", func() algorithms.Algorithm { a, _ := algorithms.NewFixedWindow(1000, time.Second); return a }},
+		{"SlidingWindow", func() algorithms.Algorithm {
+			a, _ := algorithms.NewSlidingWindow(algorithms.Rate{Count: 1000, Per: time.Second})
+			return a
+		}},
+		{"FixedWindow", func() algorithms.Algorithm {
+			a, _ := algorithms.NewFixedWindow(algorithms.Rate{Count: 1000, Per: time.Second})
+			return a
+		}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -34,27 +34,43 @@ func TestConstructorsRejectInvalidConfig(t *testing.T) {
 		{"GCRA burst -1", func() (algorithms.Algorithm, error) { return algorithms.NewGCRA(second, -1) }},
 		{"GCRA burst MinInt64", func() (algorithms.Algorithm, error) { return algorithms.NewGCRA(second, math.MinInt64) }},
 		{"TokenBucket count 0", func() (algorithms.Algorithm, error) {
-			return algorithms.NewTokenBucket(1, algorithms.Rate{Count: 0, Per: time.Second})
+			return algorithms.NewTokenBucket(algorithms.Rate{Count: 0, Per: time.Second}, 1)
 		}},
-		{"TokenBucket per 0", func() (algorithms.Algorithm, error) { return algorithms.NewTokenBucket(1, algorithms.Rate{Count: 1}) }},
-		{"TokenBucket capacity 0", func() (algorithms.Algorithm, error) { return algorithms.NewTokenBucket(0, second) }},
-		{"TokenBucket capacity -1", func() (algorithms.Algorithm, error) { return algorithms.NewTokenBucket(-1, second) }},
+		{"TokenBucket per 0", func() (algorithms.Algorithm, error) { return algorithms.NewTokenBucket(algorithms.Rate{Count: 1}, 1) }},
+		{"TokenBucket capacity 0", func() (algorithms.Algorithm, error) { return algorithms.NewTokenBucket(second, 0) }},
+		{"TokenBucket capacity -1", func() (algorithms.Algorithm, error) { return algorithms.NewTokenBucket(second, -1) }},
 		{"LeakyBucket count -5", func() (algorithms.Algorithm, error) {
-			return algorithms.NewLeakyBucket(1, algorithms.Rate{Count: -5, Per: time.Second})
+			return algorithms.NewLeakyBucket(algorithms.Rate{Count: -5, Per: time.Second}, 1)
 		}},
 		{"LeakyBucket per -1ns", func() (algorithms.Algorithm, error) {
-			return algorithms.NewLeakyBucket(1, algorithms.Rate{Count: 1, Per: -1})
+			return algorithms.NewLeakyBucket(algorithms.Rate{Count: 1, Per: -1}, 1)
 		}},
-		{"LeakyBucket capacity 0", func() (algorithms.Algorithm, error) { return algorithms.NewLeakyBucket(0, second) }},
-		{"LeakyBucket capacity -1", func() (algorithms.Algorithm, error) { return algorithms.NewLeakyBucket(-1, second) }},
-		{"SlidingWindow limit 0", func() (algorithms.Algorithm, error) { return algorithms.NewSlidingWindow(0, time.Second) }},
-		{"SlidingWindow limit -1", func() (algorithms.Algorithm, error) { return algorithms.NewSlidingWindow(-1, time.Second) }},
-		{"SlidingWindow window 0", func() (algorithms.Algorithm, error) { return algorithms.NewSlidingWindow(1, 0) }},
-		{"SlidingWindow window -1s", func() (algorithms.Algorithm, error) { return algorithms.NewSlidingWindow(1, -time.Second) }},
-		{"FixedWindow limit 0", func() (algorithms.Algorithm, error) { return algorithms.NewFixedWindow(0, time.Second) }},
-		{"FixedWindow limit -1", func() (algorithms.Algorithm, error) { return algorithms.NewFixedWindow(-1, time.Second) }},
-		{"FixedWindow window 0", func() (algorithms.Algorithm, error) { return algorithms.NewFixedWindow(1, 0) }},
-		{"FixedWindow window -1ns", func() (algorithms.Algorithm, error) { return algorithms.NewFixedWindow(1, -1) }},
+		{"LeakyBucket capacity 0", func() (algorithms.Algorithm, error) { return algorithms.NewLeakyBucket(second, 0) }},
+		{"LeakyBucket capacity -1", func() (algorithms.Algorithm, error) { return algorithms.NewLeakyBucket(second, -1) }},
+		{"SlidingWindow limit 0", func() (algorithms.Algorithm, error) {
+			return algorithms.NewSlidingWindow(algorithms.Rate{Count: 0, Per: time.Second})
+		}},
+		{"SlidingWindow limit -1", func() (algorithms.Algorithm, error) {
+			return algorithms.NewSlidingWindow(algorithms.Rate{Count: -1, Per: time.Second})
+		}},
+		{"SlidingWindow window 0", func() (algorithms.Algorithm, error) {
+			return algorithms.NewSlidingWindow(algorithms.Rate{Count: 1, Per: 0})
+		}},
+		{"SlidingWindow window -1s", func() (algorithms.Algorithm, error) {
+			return algorithms.NewSlidingWindow(algorithms.Rate{Count: 1, Per: -time.Second})
+		}},
+		{"FixedWindow limit 0", func() (algorithms.Algorithm, error) {
+			return algorithms.NewFixedWindow(algorithms.Rate{Count: 0, Per: time.Second})
+		}},
+		{"FixedWindow limit -1", func() (algorithms.Algorithm, error) {
+			return algorithms.NewFixedWindow(algorithms.Rate{Count: -1, Per: time.Second})
+		}},
+		{"FixedWindow window 0", func() (algorithms.Algorithm, error) {
+			return algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: 0})
+		}},
+		{"FixedWindow window -1ns", func() (algorithms.Algorithm, error) {
+			return algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: -1})
+		}},
 
 		// Spans that would overflow int64 nanoseconds are rejected, not wrapped.
 		{"GCRA 1/s burst 2^62", func() (algorithms.Algorithm, error) { return algorithms.NewGCRA(second, 1<<62) }},
@@ -67,24 +83,32 @@ func TestConstructorsRejectInvalidConfig(t *testing.T) {
 			return algorithms.NewGCRA(algorithms.Every(time.Nanosecond), int64(maxSpan)+1)
 		}},
 		{"TokenBucket MaxInt64 every hour", func() (algorithms.Algorithm, error) {
-			return algorithms.NewTokenBucket(math.MaxInt64, algorithms.Every(time.Hour))
+			return algorithms.NewTokenBucket(algorithms.Every(time.Hour), math.MaxInt64)
 		}},
 		{"TokenBucket per MaxInt64", func() (algorithms.Algorithm, error) {
-			return algorithms.NewTokenBucket(1, algorithms.Rate{Count: 1, Per: math.MaxInt64})
+			return algorithms.NewTokenBucket(algorithms.Rate{Count: 1, Per: math.MaxInt64}, 1)
 		}},
 		{"TokenBucket 2^41 at 1/ms", func() (algorithms.Algorithm, error) {
-			return algorithms.NewTokenBucket(1<<41, algorithms.Every(time.Millisecond))
+			return algorithms.NewTokenBucket(algorithms.Every(time.Millisecond), 1<<41)
 		}},
 		{"LeakyBucket MaxInt64 every hour", func() (algorithms.Algorithm, error) {
-			return algorithms.NewLeakyBucket(math.MaxInt64, algorithms.Every(time.Hour))
+			return algorithms.NewLeakyBucket(algorithms.Every(time.Hour), math.MaxInt64)
 		}},
 		{"LeakyBucket per MaxInt64", func() (algorithms.Algorithm, error) {
-			return algorithms.NewLeakyBucket(1, algorithms.Rate{Count: 1, Per: math.MaxInt64})
+			return algorithms.NewLeakyBucket(algorithms.Rate{Count: 1, Per: math.MaxInt64}, 1)
 		}},
-		{"SlidingWindow window MaxInt64", func() (algorithms.Algorithm, error) { return algorithms.NewSlidingWindow(1, math.MaxInt64) }},
-		{"SlidingWindow window 2^60+1ns", func() (algorithms.Algorithm, error) { return algorithms.NewSlidingWindow(1, maxSpan+1) }},
-		{"FixedWindow window MaxInt64", func() (algorithms.Algorithm, error) { return algorithms.NewFixedWindow(1, math.MaxInt64) }},
-		{"FixedWindow window 2^60+1ns", func() (algorithms.Algorithm, error) { return algorithms.NewFixedWindow(1, maxSpan+1) }},
+		{"SlidingWindow window MaxInt64", func() (algorithms.Algorithm, error) {
+			return algorithms.NewSlidingWindow(algorithms.Rate{Count: 1, Per: math.MaxInt64})
+		}},
+		{"SlidingWindow window 2^60+1ns", func() (algorithms.Algorithm, error) {
+			return algorithms.NewSlidingWindow(algorithms.Rate{Count: 1, Per: maxSpan + 1})
+		}},
+		{"FixedWindow window MaxInt64", func() (algorithms.Algorithm, error) {
+			return algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: math.MaxInt64})
+		}},
+		{"FixedWindow window 2^60+1ns", func() (algorithms.Algorithm, error) {
+			return algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: maxSpan + 1})
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,11 +150,11 @@ func TestConstructorsAcceptTheLimits(t *testing.T) {
 		{"GCRA per 2^60ns", second(algorithms.NewGCRA(algorithms.Every(maxSpan), 1))},
 		{"GCRA burst spanning 2^60ns", second(algorithms.NewGCRA(algorithms.Every(time.Nanosecond), int64(maxSpan)))},
 		{"GCRA burst MaxInt64 at a fast rate", second(algorithms.NewGCRA(algorithms.Rate{Count: math.MaxInt64, Per: time.Second}, math.MaxInt64))},
-		{"TokenBucket MaxInt64 at MaxInt64/ns", second(algorithms.NewTokenBucket(math.MaxInt64, algorithms.Rate{Count: math.MaxInt64, Per: 1}))},
-		{"LeakyBucket 2^60 at 1/ns", second(algorithms.NewLeakyBucket(int64(maxSpan), algorithms.Every(time.Nanosecond)))},
-		{"SlidingWindow MaxInt64 per 2^60ns", second(algorithms.NewSlidingWindow(math.MaxInt64, maxSpan))},
-		{"FixedWindow MaxInt64 per 2^60ns", second(algorithms.NewFixedWindow(math.MaxInt64, maxSpan))},
-		{"FixedWindow 1 per 1ns", second(algorithms.NewFixedWindow(1, 1))},
+		{"TokenBucket MaxInt64 at MaxInt64/ns", second(algorithms.NewTokenBucket(algorithms.Rate{Count: math.MaxInt64, Per: 1}, math.MaxInt64))},
+		{"LeakyBucket 2^60 at 1/ns", second(algorithms.NewLeakyBucket(algorithms.Every(time.Nanosecond), int64(maxSpan)))},
+		{"SlidingWindow MaxInt64 per 2^60ns", second(algorithms.NewSlidingWindow(algorithms.Rate{Count: math.MaxInt64, Per: maxSpan}))},
+		{"FixedWindow MaxInt64 per 2^60ns", second(algorithms.NewFixedWindow(algorithms.Rate{Count: math.MaxInt64, Per: maxSpan}))},
+		{"FixedWindow 1 per 1ns", second(algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: 1}))},
 	}
 	for _, c := range checks {
 		if c.err != nil {

@@ -33,16 +33,16 @@ var algorithmsUnderTest = []struct {
 		return algorithms.NewGCRA(algorithms.Rate{Count: limit, Per: window}, limit)
 	}},
 	{"TokenBucket", bucketFamily, func(limit int64, window time.Duration) (algorithms.Algorithm, error) {
-		return algorithms.NewTokenBucket(limit, algorithms.Rate{Count: limit, Per: window})
+		return algorithms.NewTokenBucket(algorithms.Rate{Count: limit, Per: window}, limit)
 	}},
 	{"LeakyBucket", bucketFamily, func(limit int64, window time.Duration) (algorithms.Algorithm, error) {
-		return algorithms.NewLeakyBucket(limit, algorithms.Rate{Count: limit, Per: window})
+		return algorithms.NewLeakyBucket(algorithms.Rate{Count: limit, Per: window}, limit)
 	}},
 	{"SlidingWindow", slidingFamily, func(limit int64, window time.Duration) (algorithms.Algorithm, error) {
-		return algorithms.NewSlidingWindow(limit, window)
+		return algorithms.NewSlidingWindow(algorithms.Rate{Count: limit, Per: window})
 	}},
 	{"FixedWindow", fixedFamily, func(limit int64, window time.Duration) (algorithms.Algorithm, error) {
-		return algorithms.NewFixedWindow(limit, window)
+		return algorithms.NewFixedWindow(algorithms.Rate{Count: limit, Per: window})
 	}},
 }
 

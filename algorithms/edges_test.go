@@ -12,7 +12,7 @@ import (
 // An admission stops counting in a sliding window exactly window after it
 // was made: (now-window, now] is the window.
 func TestSlidingWindowIsExact(t *testing.T) {
-	w, _ := algorithms.NewSlidingWindow(3, time.Second)
+	w, _ := algorithms.NewSlidingWindow(algorithms.Rate{Count: 3, Per: time.Second})
 	w.AllowAt(t0, 1)
 	w.AllowAt(t0.Add(100*time.Millisecond), 2)
 	d := w.AllowAt(t0.Add(999*time.Millisecond), 1)
@@ -38,7 +38,7 @@ func TestSlidingWindowIsExact(t *testing.T) {
 // The sliding window keeps one entry per instant; its memory follows the
 // admissions in the last window, and stays bounded in a long steady run.
 func TestSlidingWindowManyEntries(t *testing.T) {
-	w, _ := algorithms.NewSlidingWindow(1000, time.Second)
+	w, _ := algorithms.NewSlidingWindow(algorithms.Rate{Count: 1000, Per: time.Second})
 	at := t0
 	for i := range 100_000 {
 		if d := w.AllowAt(at, 1); !d.Allowed {
@@ -61,7 +61,7 @@ func TestSlidingWindowManyEntries(t *testing.T) {
 
 // Fixed windows are aligned to the Unix epoch, not to the first instant.
 func TestFixedWindowEpochAlignment(t *testing.T) {
-	w, _ := algorithms.NewFixedWindow(10, time.Minute)
+	w, _ := algorithms.NewFixedWindow(algorithms.Rate{Count: 10, Per: time.Minute})
 	start := t0.Add(30 * time.Second) // half-way through a minute
 	if d := w.AllowAt(start, 10); !d.Allowed || !d.ResetAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("at t0+30s: %s, want allowed with ResetAt t0+1m", showDecision(d))
@@ -75,7 +75,7 @@ func TestFixedWindowEpochAlignment(t *testing.T) {
 
 	// A window that does not divide a second: 7ns windows start at multiples
 	// of 7ns since the epoch.
-	w, _ = algorithms.NewFixedWindow(1, 7)
+	w, _ = algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: 7})
 	next := time.Unix(0, (t0.UnixNano()/7+1)*7)
 	w.AllowAt(t0, 1)
 	if d := w.AllowAt(t0, 1); !d.RetryAt.Equal(next) {
@@ -83,7 +83,7 @@ func TestFixedWindowEpochAlignment(t *testing.T) {
 	}
 
 	// Before the epoch, windows are still [k·w, (k+1)·w): rounding goes down.
-	w, _ = algorithms.NewFixedWindow(1, time.Second)
+	w, _ = algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: time.Second})
 	before := time.Unix(0, -500_000_000) // 1969-12-31T23:59:59.5
 	w.AllowAt(before, 1)
 	if d := w.AllowAt(before, 1); !d.RetryAt.Equal(time.Unix(0, 0)) {
@@ -96,7 +96,7 @@ func TestFixedWindowEpochAlignment(t *testing.T) {
 func TestFixedWindowYearRange(t *testing.T) {
 	year := func(y int) time.Time { return time.Date(y, time.January, 1, 0, 0, 0, 0, time.UTC) }
 	for _, y := range []int{1825, 1969, 1970, 2026, 2115} {
-		w, _ := algorithms.NewFixedWindow(2, time.Second)
+		w, _ := algorithms.NewFixedWindow(algorithms.Rate{Count: 2, Per: time.Second})
 		w.AllowAt(year(y), 2)
 		d := w.AllowAt(year(y), 1)
 		if !d.RetryAt.Equal(year(y).Add(time.Second)) {
@@ -107,12 +107,12 @@ func TestFixedWindowYearRange(t *testing.T) {
 		}
 	}
 	// Past 2116 every instant is the same one: nothing more passes.
-	w, _ := algorithms.NewFixedWindow(2, time.Second)
+	w, _ := algorithms.NewFixedWindow(algorithms.Rate{Count: 2, Per: time.Second})
 	w.AllowAt(year(2150), 2)
 	if d := w.AllowAt(year(2200), 1); d.Allowed {
 		t.Error("an instant after 2116 opened a new window")
 	}
-	w, _ = algorithms.NewFixedWindow(2, time.Second)
+	w, _ = algorithms.NewFixedWindow(algorithms.Rate{Count: 2, Per: time.Second})
 	w.AllowAt(year(1700), 2)
 	if d := w.AllowAt(year(1800), 1); d.Allowed {
 		t.Error("an instant before 1824 opened a new window")
@@ -170,14 +170,18 @@ func TestHugeLimitsDoNotWrap(t *testing.T) {
 		name string
 		new  func() (algorithms.Algorithm, error)
 	}{
-		{"SlidingWindow", func() (algorithms.Algorithm, error) { return algorithms.NewSlidingWindow(huge, time.Second) }},
-		{"FixedWindow", func() (algorithms.Algorithm, error) { return algorithms.NewFixedWindow(huge, time.Second) }},
+		{"SlidingWindow", func() (algorithms.Algorithm, error) {
+			return algorithms.NewSlidingWindow(algorithms.Rate{Count: huge, Per: time.Second})
+		}},
+		{"FixedWindow", func() (algorithms.Algorithm, error) {
+			return algorithms.NewFixedWindow(algorithms.Rate{Count: huge, Per: time.Second})
+		}},
 		{"GCRA", func() (algorithms.Algorithm, error) { return algorithms.NewGCRA(algorithms.PerSecond(huge), huge) }},
 		{"TokenBucket", func() (algorithms.Algorithm, error) {
-			return algorithms.NewTokenBucket(huge, algorithms.PerSecond(huge))
+			return algorithms.NewTokenBucket(algorithms.PerSecond(huge), huge)
 		}},
 		{"LeakyBucket", func() (algorithms.Algorithm, error) {
-			return algorithms.NewLeakyBucket(huge, algorithms.PerSecond(huge))
+			return algorithms.NewLeakyBucket(algorithms.PerSecond(huge), huge)
 		}},
 	}
 	for _, c := range cases {
@@ -221,8 +225,8 @@ func TestHugeCountsStayExact(t *testing.T) {
 		{1<<61 + 3, algorithms.Rate{Count: 5, Per: 2}},
 	} {
 		g, err1 := algorithms.NewGCRA(c.rate, c.capacity)
-		tb, err2 := algorithms.NewTokenBucket(c.capacity, c.rate)
-		lb, err3 := algorithms.NewLeakyBucket(c.capacity, c.rate)
+		tb, err2 := algorithms.NewTokenBucket(c.rate, c.capacity)
+		lb, err3 := algorithms.NewLeakyBucket(c.rate, c.capacity)
 		if err1 != nil || err2 != nil || err3 != nil {
 			t.Fatalf("%v, %d: %v %v %v", c.rate, c.capacity, err1, err2, err3)
 		}

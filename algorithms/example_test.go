@@ -92,7 +92,7 @@ func ExampleGCRA_TryAllowAt() {
 // A token bucket of 5 refilled at 1 per second: 5 at once, then one per
 // second; Remaining and ResetAt tell a client what to expect.
 func ExampleTokenBucket() {
-	b, _ := algorithms.NewTokenBucket(5, algorithms.PerSecond(1))
+	b, _ := algorithms.NewTokenBucket(algorithms.PerSecond(1), 5)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	d := b.AllowAt(t0, 5)
 	fmt.Println("5 at t0:", d.Allowed, "remaining", d.Remaining, "full again at t0+"+d.ResetAt.Sub(t0).String())
@@ -109,7 +109,7 @@ func ExampleTokenBucket() {
 // A leaky bucket of 4 draining at 2 per second admits what a token bucket
 // would, and reports when it will be empty.
 func ExampleLeakyBucket() {
-	b, _ := algorithms.NewLeakyBucket(4, algorithms.PerSecond(2))
+	b, _ := algorithms.NewLeakyBucket(algorithms.PerSecond(2), 4)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	d := b.AllowAt(t0, 3)
 	fmt.Println("3 at t0:", d.Allowed, "room for", d.Remaining, "empty at t0+"+d.ResetAt.Sub(t0).String())
@@ -123,7 +123,7 @@ func ExampleLeakyBucket() {
 // The sliding window is exact: a request stops counting exactly one window
 // after it was admitted.
 func ExampleSlidingWindow() {
-	w, _ := algorithms.NewSlidingWindow(3, time.Minute)
+	w, _ := algorithms.NewSlidingWindow(algorithms.PerMinute(3))
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	w.AllowAt(t0, 1)
 	w.AllowAt(t0.Add(20*time.Second), 2)
@@ -141,7 +141,7 @@ func ExampleSlidingWindow() {
 // the end of one and another at the start of the next pass twice the limit
 // within a millisecond.
 func ExampleFixedWindow() {
-	w, _ := algorithms.NewFixedWindow(10, time.Second)
+	w, _ := algorithms.NewFixedWindow(algorithms.PerSecond(10))
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	count := func(at time.Time) (n int) {
 		for w.AllowAt(at, 1).Allowed {

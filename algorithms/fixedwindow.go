@@ -22,17 +22,16 @@ type FixedWindow struct {
 	count   int64 // cost admitted in that window
 }
 
-// NewFixedWindow returns a fixed window admitting limit units per window. It
-// fails, matching ErrInvalidConfig, for a limit below 1 or a window that is
-// not positive or exceeds about 36 years.
-func NewFixedWindow(limit int64, window time.Duration) (*FixedWindow, error) {
-	if err := positive("limit", limit); err != nil {
+// NewFixedWindow returns a fixed window admitting limit.Count units in each
+// epoch-aligned window of length limit.Per: NewFixedWindow(PerMinute(100))
+// admits 100 units in each calendar minute. It fails, matching
+// ErrInvalidConfig, for an invalid rate (a count below 1, a window that is
+// not positive or exceeds about 36 years).
+func NewFixedWindow(limit Rate) (*FixedWindow, error) {
+	if err := limit.Validate(); err != nil {
 		return nil, err
 	}
-	if window <= 0 || window > maxSpan {
-		return nil, invalid("window must be positive and at most %v, got %v", time.Duration(maxSpan), window)
-	}
-	return &FixedWindow{limit: limit, window: int64(window)}, nil
+	return &FixedWindow{limit: limit.Count, window: int64(limit.Per)}, nil
 }
 
 // Capacity returns the limit.

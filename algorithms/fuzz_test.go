@@ -40,10 +40,10 @@ func FuzzParseRate(f *testing.F) {
 		if _, err := algorithms.NewGCRA(r, 1); err != nil {
 			t.Fatalf("NewGCRA(%v, 1): %v", r, err)
 		}
-		if _, err := algorithms.NewTokenBucket(1, r); err != nil {
+		if _, err := algorithms.NewTokenBucket(r, 1); err != nil {
 			t.Fatalf("NewTokenBucket(1, %v): %v", r, err)
 		}
-		if _, err := algorithms.NewLeakyBucket(1, r); err != nil {
+		if _, err := algorithms.NewLeakyBucket(r, 1); err != nil {
 			t.Fatalf("NewLeakyBucket(1, %v): %v", r, err)
 		}
 	})
@@ -96,8 +96,8 @@ func fuzzAlgorithms(t *testing.T, count, per, capacity int64, steps []byte) {
 	label := fmt.Sprintf("count %d, per %d, capacity %d, steps %x", count, per, capacity, steps)
 
 	g, err := algorithms.NewGCRA(rate, capacity)
-	tb, err2 := algorithms.NewTokenBucket(capacity, rate)
-	lb, err3 := algorithms.NewLeakyBucket(capacity, rate)
+	tb, err2 := algorithms.NewTokenBucket(rate, capacity)
+	lb, err3 := algorithms.NewLeakyBucket(rate, capacity)
 	if (err == nil) != (err2 == nil) || (err == nil) != (err3 == nil) {
 		t.Fatalf("%s: the bucket family disagrees on the configuration: %v, %v, %v", label, err, err2, err3)
 	}
@@ -120,8 +120,8 @@ func fuzzAlgorithms(t *testing.T, count, per, capacity int64, steps []byte) {
 		checkRefused(t, label, err, err2, err3)
 	}
 
-	sw, err := algorithms.NewSlidingWindow(capacity, time.Duration(per))
-	fw, err2 := algorithms.NewFixedWindow(capacity, time.Duration(per))
+	sw, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: capacity, Per: time.Duration(per)})
+	fw, err2 := algorithms.NewFixedWindow(algorithms.Rate{Count: capacity, Per: time.Duration(per)})
 	if (err == nil) != (err2 == nil) {
 		t.Fatalf("%s: the windows disagree on the configuration: %v, %v", label, err, err2)
 	}

@@ -8,7 +8,7 @@ import "time"
 // starts empty, so the first capacity units pass at once, and idle time only
 // empties it, so after any idle spell at most capacity units pass at once.
 //
-// Its admissions are the same as TokenBucket(capacity, leak) and
+// Its admissions are the same as TokenBucket(leak, capacity) and
 // GCRA(leak, capacity); it reports them from the other side (the level
 // rather than the tokens left). The level is exact and drained lazily on
 // each decision: no timers. Not safe for concurrent use.
@@ -25,9 +25,10 @@ type LeakyBucket struct {
 }
 
 // NewLeakyBucket returns an empty bucket of capacity units leaking at leak.
-// It fails, matching ErrInvalidConfig, for an invalid rate, a capacity below
-// 1, or a capacity that takes more than about 36 years to drain.
-func NewLeakyBucket(capacity int64, leak Rate) (*LeakyBucket, error) {
+// Like every constructor here it takes the rate first, then the size. It
+// fails, matching ErrInvalidConfig, for an invalid rate, a capacity below 1,
+// or a capacity that takes more than about 36 years to drain.
+func NewLeakyBucket(leak Rate, capacity int64) (*LeakyBucket, error) {
 	if err := leak.Validate(); err != nil {
 		return nil, err
 	}

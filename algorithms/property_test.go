@@ -208,8 +208,8 @@ func TestPropertyBucketFamily(t *testing.T) {
 		rng, seed := seeded(t.Name(), run)
 		rate, capacity := randomRate(rng), randomCapacity(rng)
 		g, err1 := algorithms.NewGCRA(rate, capacity)
-		tb, err2 := algorithms.NewTokenBucket(capacity, rate)
-		lb, err3 := algorithms.NewLeakyBucket(capacity, rate)
+		tb, err2 := algorithms.NewTokenBucket(rate, capacity)
+		lb, err3 := algorithms.NewLeakyBucket(rate, capacity)
 		if err1 != nil || err2 != nil || err3 != nil {
 			t.Fatalf("%s: rate %v, capacity %d: %v %v %v", seed, rate, capacity, err1, err2, err3)
 		}
@@ -239,7 +239,7 @@ func TestPropertySlidingWindow(t *testing.T) {
 	for run := range uint64(propertyRuns) {
 		rng, seed := seeded(t.Name(), run)
 		limit, window := randomCapacity(rng), randomWindow(rng)
-		w, err := algorithms.NewSlidingWindow(limit, window)
+		w, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: limit, Per: window})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,7 +260,7 @@ func TestPropertyFixedWindow(t *testing.T) {
 	for run := range uint64(propertyRuns) {
 		rng, seed := seeded(t.Name(), run)
 		limit, window := randomCapacity(rng), randomWindow(rng)
-		w, err := algorithms.NewFixedWindow(limit, window)
+		w, err := algorithms.NewFixedWindow(algorithms.Rate{Count: limit, Per: window})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,17 +29,16 @@ type SlidingWindow struct {
 
 type event struct{ at, total int64 }
 
-// NewSlidingWindow returns a window admitting limit units per window. It
-// fails, matching ErrInvalidConfig, for a limit below 1 or a window that is
-// not positive or exceeds about 36 years.
-func NewSlidingWindow(limit int64, window time.Duration) (*SlidingWindow, error) {
-	if err := positive("limit", limit); err != nil {
+// NewSlidingWindow returns a window admitting limit.Count units in any
+// window of length limit.Per: NewSlidingWindow(PerMinute(100)) admits 100
+// units in any minute. It fails, matching ErrInvalidConfig, for an invalid
+// rate (a count below 1, a window that is not positive or exceeds about 36
+// years).
+func NewSlidingWindow(limit Rate) (*SlidingWindow, error) {
+	if err := limit.Validate(); err != nil {
 		return nil, err
 	}
-	if window <= 0 || window > maxSpan {
-		return nil, invalid("window must be positive and at most %v, got %v", time.Duration(maxSpan), window)
-	}
-	return &SlidingWindow{limit: limit, window: int64(window)}, nil
+	return &SlidingWindow{limit: limit.Count, window: int64(limit.Per)}, nil
 }
 
 // Capacity returns the limit.

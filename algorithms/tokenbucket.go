@@ -24,9 +24,10 @@ type TokenBucket struct {
 }
 
 // NewTokenBucket returns a full bucket of capacity tokens refilled at refill.
-// It fails, matching ErrInvalidConfig, for an invalid rate, a capacity below
-// 1, or a capacity whose refill takes more than about 36 years.
-func NewTokenBucket(capacity int64, refill Rate) (*TokenBucket, error) {
+// Like every constructor here it takes the rate first, then the size. It
+// fails, matching ErrInvalidConfig, for an invalid rate, a capacity below 1,
+// or a capacity whose refill takes more than about 36 years.
+func NewTokenBucket(refill Rate, capacity int64) (*TokenBucket, error) {
 	if err := refill.Validate(); err != nil {
 		return nil, err
 	}

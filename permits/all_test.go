@@ -285,10 +285,10 @@ func newWorld(t *testing.T) *world {
 		return l
 	}
 	requests := mk(algorithms.NewGCRA(algorithms.PerSecond(20), 2))
-	tokens := mk(algorithms.NewTokenBucket(300, algorithms.PerSecond(500)))
-	window := mk(algorithms.NewSlidingWindow(2000, time.Second))
-	fixed := mk(algorithms.NewFixedWindow(1500, 700*time.Millisecond))
-	leaky := mk(algorithms.NewLeakyBucket(400, algorithms.PerSecond(300)))
+	tokens := mk(algorithms.NewTokenBucket(algorithms.PerSecond(500), 300))
+	window := mk(algorithms.NewSlidingWindow(algorithms.Rate{Count: 2000, Per: time.Second}))
+	fixed := mk(algorithms.NewFixedWindow(algorithms.Rate{Count: 1500, Per: 700 * time.Millisecond}))
+	leaky := mk(algorithms.NewLeakyBucket(algorithms.PerSecond(300), 400))
 	slots := newPool(t, 3)
 	return &world{
 		lim: permits.All(permits.FixedCost(requests, 1), tokens, window, fixed,

@@ -49,19 +49,19 @@ func contenders() ([]contender, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb, err := algorithms.NewTokenBucket(limit, rate)
+	tb, err := algorithms.NewTokenBucket(rate, limit)
 	if err != nil {
 		return nil, err
 	}
-	lb, err := algorithms.NewLeakyBucket(limit, rate)
+	lb, err := algorithms.NewLeakyBucket(rate, limit)
 	if err != nil {
 		return nil, err
 	}
-	sw, err := algorithms.NewSlidingWindow(limit, window)
+	sw, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: limit, Per: window})
 	if err != nil {
 		return nil, err
 	}
-	fw, err := algorithms.NewFixedWindow(limit, window)
+	fw, err := algorithms.NewFixedWindow(algorithms.Rate{Count: limit, Per: window})
 	if err != nil {
 		return nil, err
 	}

@@ -98,7 +98,7 @@ func RoundTrip() []Micro {
 			return acquire(l)
 		}},
 		{Name: "sluice Acquire (token bucket)", New: func() (func(int), func(), error) {
-			b, err := algorithms.NewTokenBucket(OwnerBurst, OwnerBucketRate)
+			b, err := algorithms.NewTokenBucket(OwnerBucketRate, OwnerBurst)
 			if err != nil {
 				return nil, nil, err
 			}
