@@ -130,7 +130,7 @@ type call struct {
 	arrival    int64 // the caller's clock when it sent, ns on the timeline
 	cancelAt   int64 // the caller's clock when it gave up
 	deadline   int64
-	n          int64 // stGranted: the instant granted at; stLimited, stDeadline: RetryAfter in ns
+	n          int64  // stGranted: the instant granted at; stLimited, stDeadline: RetryAfter in ns
 	gen        uint32 // counts the call's stays in the queue (expiry.go)
 	op         op
 	status     status

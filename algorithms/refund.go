@@ -67,9 +67,9 @@ type refundBook struct {
 }
 
 type receiptKey struct {
-	sec        int64
-	nsec       int32
-	frac, seq  int64
+	sec       int64
+	nsec      int32
+	frac, seq int64
 }
 
 func keyOf(r Receipt) receiptKey {
