@@ -18,6 +18,9 @@ import (
 // length dividing a day (a second, a minute, an hour) begin at offset 0.
 var Start = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
 
+// MaxBins bounds the per-bin series (8 MB each).
+const MaxBins = 1 << 20
+
 // Forever, as Config.MaxWait, lets callers wait as long as it takes, as
 // actor.Limiter does by default.
 const Forever time.Duration = -1
@@ -40,6 +43,11 @@ type Config struct {
 	// Duration, when set, pads the series to cover [0, Duration) even when
 	// the traffic ends before it.
 	Duration time.Duration
+	// Horizon ends the run: no grant is made after it, and the waiters
+	// still queued then are counted in Result.Stranded. 0 means ten times
+	// the later of Duration and the last arrival, plus a minute, so that an
+	// overload that would take centuries to drain ends in bounded time.
+	Horizon time.Duration
 	// Record keeps every admission in Result.Grants (for tests).
 	Record bool
 }
@@ -59,6 +67,9 @@ type Result struct {
 	OfferedUnits, AdmittedUnits int64
 	// Waited counts admissions granted after a wait longer than zero.
 	Waited int64
+	// Stranded counts callers still waiting at the horizon: neither
+	// admitted nor refused.
+	Stranded int64
 	// TooLarge counts refusals of a cost above the limit's capacity, which
 	// no wait could admit (the real limiter fails them with
 	// permits.ErrCostExceedsCapacity). They are in Refused too.
@@ -90,6 +101,9 @@ type Result struct {
 	// [k·Bin, (k+1)·Bin).
 	Bin                                     time.Duration
 	OfferedUnitsPerBin, AdmittedUnitsPerBin []int64
+	// SeriesCut reports that the series stop at MaxBins bins, before the
+	// run did.
+	SeriesCut bool
 
 	// Mispredicted counts waiters granted at another instant than the one
 	// predicted for them on arrival. The real owner's prediction is exact
@@ -223,6 +237,14 @@ func ns(at time.Time) int64 {
 // before it; after the batch, the owner grants what is due and arms its
 // timer again. Once the arrivals end, the queue drains.
 func (r *run) run(arrivals []traffic.Arrival) {
+	horizon := int64(r.cfg.Horizon)
+	if horizon <= 0 {
+		last := r.cfg.Duration
+		if n := len(arrivals); n > 0 {
+			last = max(last, arrivals[n-1].At)
+		}
+		horizon = int64(10*last + time.Minute)
+	}
 	var wake int64
 	for i := 0; i < len(arrivals); {
 		now := int64(arrivals[i].At)
@@ -234,9 +256,10 @@ func (r *run) run(arrivals []traffic.Arrival) {
 		}
 		wake = r.schedule(now)
 	}
-	for wake != 0 {
+	for wake != 0 && wake <= horizon {
 		wake = r.schedule(wake)
 	}
+	r.res.Stranded = int64(r.q.Len())
 	r.finish()
 }
 
@@ -362,11 +385,15 @@ func (r *run) count(bins *[]int64, at, cost int64) {
 	if r.bin <= 0 {
 		return
 	}
-	k := int(at / r.bin)
-	for len(*bins) <= k {
+	k := at / r.bin
+	if k >= MaxBins {
+		r.res.SeriesCut = true
+		return
+	}
+	for len(*bins) <= int(k) {
 		*bins = append(*bins, 0)
 	}
-	(*bins)[k] += cost
+	(*bins)[int(k)] += cost
 }
 
 // slide adds an admission to the window ending at its instant, (at-Window,
@@ -386,7 +413,7 @@ func (r *run) finish() {
 	res := r.res
 	res.percentiles()
 	if r.bin > 0 {
-		last := max(len(res.OfferedUnitsPerBin), len(res.AdmittedUnitsPerBin), int((int64(r.cfg.Duration)+r.bin-1)/r.bin))
+		last := max(len(res.OfferedUnitsPerBin), len(res.AdmittedUnitsPerBin), int(min((int64(r.cfg.Duration)+r.bin-1)/r.bin, MaxBins)))
 		for len(res.OfferedUnitsPerBin) < last {
 			res.OfferedUnitsPerBin = append(res.OfferedUnitsPerBin, 0)
 		}

@@ -317,3 +317,27 @@ func TestInvalidConfig(t *testing.T) {
 		t.Error("RunAll with an unknown kind succeeded")
 	}
 }
+
+// TestHorizon: an overload that would take years to drain ends at the
+// horizon, with the callers still queued counted, not admitted.
+func TestHorizon(t *testing.T) {
+	a := arrivals(t, time.Minute, 1, "steady:100/s")
+	res := run(t, a, sim.Config{Limit: limit(t, "gcra:1/h"), MaxWait: sim.Forever, Bin: time.Second, Duration: time.Minute})
+	// The default horizon is 10 x 1m + 1m: only the first passes.
+	if res.Admitted != 1 || res.Stranded != 5999 || res.Refused != 0 || res.End != 0 {
+		t.Errorf("admitted %d stranded %d refused %d end %v; want 1, 5999, 0, 0 (the next grant is at 1h, after the horizon 11m)",
+			res.Admitted, res.Stranded, res.Refused, res.End)
+	}
+	res = run(t, a, sim.Config{Limit: limit(t, "gcra:1/h"), MaxWait: sim.Forever, Horizon: 2 * time.Hour})
+	if res.Admitted != 3 || res.Stranded != 5997 {
+		t.Errorf("with a horizon of 2h: admitted %d stranded %d, want 3 and 5997", res.Admitted, res.Stranded)
+	}
+}
+
+func TestSeriesCut(t *testing.T) {
+	a := arrivals(t, time.Second, 1, "spike:2@0s")
+	res := run(t, a, sim.Config{Limit: limit(t, "gcra:1/s"), MaxWait: sim.Forever, Bin: time.Nanosecond, Duration: time.Second})
+	if !res.SeriesCut || len(res.AdmittedUnitsPerBin) != sim.MaxBins || res.Admitted != 2 {
+		t.Errorf("cut %v, %d bins, admitted %d; want the series cut at MaxBins and both admitted", res.SeriesCut, len(res.AdmittedUnitsPerBin), res.Admitted)
+	}
+}
