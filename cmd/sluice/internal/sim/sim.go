@@ -48,6 +48,11 @@ type Config struct {
 	// the later of Duration and the last arrival, plus a minute, so that an
 	// overload that would take centuries to drain ends in bounded time.
 	Horizon time.Duration
+	// StopOnExceed ends the run soon after the first admission the upstream
+	// would refuse (the grants of that one wake-up complete), leaving the
+	// result partial (Result.Stopped): for searches that only need to know
+	// whether a limit ever exceeds the upstream.
+	StopOnExceed bool
 	// Record keeps every admission in Result.Grants (for tests).
 	Record bool
 }
@@ -110,6 +115,10 @@ type Result struct {
 	// when the algorithm's RetryAt is, so this stays 0; it is kept as a
 	// check of that claim.
 	Mispredicted int64
+
+	// Stopped reports a run ended early by Config.StopOnExceed; its
+	// numbers cover only what came before.
+	Stopped bool
 
 	Grants []Grant // with Config.Record
 
@@ -248,15 +257,18 @@ func (r *run) run(arrivals []traffic.Arrival) {
 	var wake int64
 	for i := 0; i < len(arrivals); {
 		now := int64(arrivals[i].At)
-		for wake != 0 && wake <= now {
+		for wake != 0 && wake <= now && !r.res.Stopped {
 			wake = r.schedule(wake)
 		}
-		for ; i < len(arrivals) && int64(arrivals[i].At) == now; i++ {
+		for ; i < len(arrivals) && int64(arrivals[i].At) == now && !r.res.Stopped; i++ {
 			r.arrive(now, arrivals[i].Cost)
+		}
+		if r.res.Stopped {
+			break
 		}
 		wake = r.schedule(now)
 	}
-	for wake != 0 && wake <= horizon {
+	for wake != 0 && wake <= horizon && !r.res.Stopped {
 		wake = r.schedule(wake)
 	}
 	r.res.Stranded = int64(r.q.Len())
@@ -374,6 +386,7 @@ func (r *run) admitted(arrival, at, cost int64) {
 			res.FirstExceeded = time.Duration(at)
 		}
 		res.Exceeded++
+		res.Stopped = r.cfg.StopOnExceed
 	}
 	if r.cfg.Record {
 		res.Grants = append(res.Grants, Grant{Arrival: time.Duration(arrival), At: time.Duration(at), Cost: cost})

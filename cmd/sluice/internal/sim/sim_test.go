@@ -341,3 +341,16 @@ func TestSeriesCut(t *testing.T) {
 		t.Errorf("cut %v, %d bins, admitted %d; want the series cut at MaxBins and both admitted", res.SeriesCut, len(res.AdmittedUnitsPerBin), res.Admitted)
 	}
 }
+
+func TestStopOnExceed(t *testing.T) {
+	a := arrivals(t, 2*time.Minute, 1, "spike:100@59s,100@1m")
+	up := limit(t, "sliding:100/1m")
+	res := run(t, a, sim.Config{Limit: limit(t, "fixed:100/1m"), Upstream: &up, StopOnExceed: true})
+	if !res.Stopped || res.Exceeded != 1 || res.Admitted != 101 || res.FirstExceeded != time.Minute {
+		t.Errorf("stopped %v exceeded %d admitted %d first %v; want a stop at the first excess, at 1m", res.Stopped, res.Exceeded, res.Admitted, res.FirstExceeded)
+	}
+	res = run(t, a, sim.Config{Limit: limit(t, "sliding:100/1m"), Upstream: &up, StopOnExceed: true})
+	if res.Stopped || res.Admitted != 100 {
+		t.Errorf("a limit within the upstream stopped (%v) or admitted %d, want 100", res.Stopped, res.Admitted)
+	}
+}
