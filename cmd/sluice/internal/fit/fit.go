@@ -257,7 +257,15 @@ func less(a, b algorithms.Rate) bool {
 	return cmp128(a.Count, int64(b.Per), b.Count, int64(a.Per)) < 0
 }
 
+// reduce writes r in the plainest period that keeps its count whole: per
+// second, minute or hour ("19/s" rather than "1900/100s"), else in lowest
+// terms.
 func reduce(r algorithms.Rate) algorithms.Rate {
+	for _, per := range []time.Duration{time.Second, time.Minute, time.Hour} {
+		if hi, lo := bits.Mul64(uint64(r.Count), uint64(per)); hi == 0 && lo%uint64(r.Per) == 0 && lo/uint64(r.Per) <= 1<<62 {
+			return algorithms.Rate{Count: int64(lo / uint64(r.Per)), Per: per}
+		}
+	}
 	g := gcd(r.Count, int64(r.Per))
 	return algorithms.Rate{Count: r.Count / g, Per: r.Per / time.Duration(g)}
 }

@@ -204,8 +204,8 @@ func TestGuaranteed(t *testing.T) {
 		{"fixed:100/1m", "sliding:100/1m", false}, // 200 across a boundary
 		{"fixed:50/1m", "sliding:100/1m", true},
 		{"fixed:50/1m", "fixed:100/1m", true},
-		{"gcra:1/s,burst=40", "sliding:100/1m", true}, // 40 + 60
-		{"gcra:1/s,burst=41", "sliding:100/1m", false},
+		{"gcra:1/s,burst=41", "sliding:100/1m", true}, // 41 + 59 in any [t, t+1m)
+		{"gcra:1/s,burst=42", "sliding:100/1m", false},
 		{"gcra:9/s,burst=5", "gcra:10/s,burst=5", true},
 		{"token:10/s,5", "leaky:10/s,5", true},
 		{"gcra:11/s,burst=5", "gcra:10/s,burst=5", false},

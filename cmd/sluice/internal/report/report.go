@@ -49,11 +49,17 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 		if r.TooLarge > 0 {
 			notes = append(notes, fmt.Sprintf("%v refused %d requests whose cost exceeds its capacity %d", r.Limit, r.TooLarge, r.Limit.Capacity()))
 		}
-		if r.End >= run.Duration && r.Waited > 0 {
-			notes = append(notes, fmt.Sprintf("%v was still granting waiters at %v, after the traffic ended", r.Limit, Duration(r.End)))
+		if r.End-run.Duration > run.Duration/100 {
+			notes = append(notes, fmt.Sprintf("%v granted its last waiter at %v, after the traffic ended", r.Limit, Duration(r.End)))
+		}
+		if r.Stranded > 0 {
+			notes = append(notes, fmt.Sprintf("%v left %d callers still waiting when the run stopped (neither admitted nor refused)", r.Limit, r.Stranded))
+		}
+		if r.SeriesCut {
+			notes = append(notes, fmt.Sprintf("%v: the charts stop after %d bins", r.Limit, sim.MaxBins))
 		}
 	}
-	Table(&b, rows)
+	Table(&b, rows, 1)
 	if len(notes) > 0 {
 		b.WriteByte('\n')
 		for _, n := range notes {
@@ -85,8 +91,8 @@ func Verdict(r *sim.Result) string {
 
 func count(n int64) string { return strconv.FormatInt(n, 10) }
 
-// Duration formats d to three significant digits: 0s, 417µs, 97.8ms, 1.25s,
-// 2m53s, 1h0m0s.
+// Duration formats d to three significant digits, whole seconds from a
+// minute on: 0s, 417µs, 97.8ms, 1.25s, 2m53s, 1m, 1h, 1h30m.
 func Duration(d time.Duration) string {
 	if d <= 0 {
 		return d.String()
@@ -99,12 +105,20 @@ func Duration(d time.Duration) string {
 	if d >= time.Minute {
 		unit = max(unit, time.Second)
 	}
-	return d.Round(unit).String()
+	s := d.Round(unit).String()
+	// 1m, 1h and 1h30m rather than 1m0s, 1h0m0s and 1h30m0s.
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
-// Table writes rows as columns, the first left-aligned and the others
-// right-aligned, two spaces apart.
-func Table(b *strings.Builder, rows [][]string) {
+// Table writes rows as columns two spaces apart, the first left columns
+// left-aligned (names) and the others right-aligned (numbers).
+func Table(b *strings.Builder, rows [][]string, left int) {
 	var width []int
 	for _, row := range rows {
 		for i, cell := range row {
@@ -121,6 +135,8 @@ func Table(b *strings.Builder, rows [][]string) {
 			switch {
 			case i == 0:
 				line.WriteString(cell + pad)
+			case i < left:
+				line.WriteString("  " + cell + pad)
 			default:
 				line.WriteString("  " + pad + cell)
 			}

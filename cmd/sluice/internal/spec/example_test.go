@@ -17,8 +17,8 @@ func ExampleParse() {
 		fmt.Printf("%-22s at most %d in any minute\n", l, l.Bound(time.Minute))
 	}
 	// Output:
-	// gcra:100/s,burst=10    at most 6010 in any minute
-	// token:1/s,capacity=50  at most 110 in any minute
+	// gcra:100/s,burst=10    at most 6009 in any minute
+	// token:1/s,capacity=50  at most 109 in any minute
 	// fixed:100/m            at most 200 in any minute
 	// invalid limit "sliding:100": sliding takes a rate only (COUNT/PERIOD such as 100/1m), not "100"
 }

@@ -186,7 +186,10 @@ func (l Limit) Capacity() int64 {
 // window [t, t+d) of length d > 0, whatever the traffic, by each
 // algorithm's own guarantee:
 //
-//   - gcra, token, leaky: size + ⌊rate·d⌋ (they hold it for closed windows);
+//   - gcra, token, leaky: size + ⌊rate·(d-1ns)⌋: they admit at most
+//     size + ⌊rate·x⌋ in any closed window of length x, and on instants of
+//     whole nanoseconds a half-open window of length d is a closed one of
+//     length d-1ns;
 //   - sliding: limit · ⌈d/window⌉ (d splits into that many windows of its own);
 //   - fixed: limit · (⌊(d-1ns)/window⌋ + 2), the most aligned windows that a
 //     window of length d can touch; 2·limit for d = window.
@@ -203,7 +206,7 @@ func (l Limit) Bound(d time.Duration) int64 {
 	case Fixed:
 		return mulSat(l.Rate.Count, (int64(d)-1)/w+2)
 	}
-	return addSat(l.Size, floorMulDiv(l.Rate.Count, int64(d), w))
+	return addSat(l.Size, floorMulDiv(l.Rate.Count, int64(d)-1, w))
 }
 
 // floorMulDiv is ⌊a·b/c⌋ for a, b >= 0 and c > 0, saturating at MaxInt64.

@@ -145,11 +145,13 @@ func TestBound(t *testing.T) {
 		d     time.Duration
 		want  int64
 	}{
-		{"gcra:100/s,burst=10", time.Second, 110},
+		{"gcra:100/s,burst=10", time.Second, 109}, // the 110th would be 1s after the first: outside [t, t+1s)
+		{"gcra:100/s,burst=10", time.Second + 1, 110},
 		{"gcra:100/s,burst=10", 999 * time.Millisecond, 109},
-		{"token:3/s,5", time.Second, 8},
+		{"gcra:100/s,burst=10", time.Nanosecond, 10},
+		{"token:3/s,5", time.Second, 7},
 		{"token:3/s,5", 500 * time.Millisecond, 6}, // ⌊1.5⌋
-		{"leaky:1/m,1", time.Hour, 61},
+		{"leaky:1/m,1", time.Hour, 60},
 		{"sliding:100/m", time.Minute, 100},
 		{"sliding:100/m", time.Minute + 1, 200},
 		{"sliding:100/m", time.Second, 100},
