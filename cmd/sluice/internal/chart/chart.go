@@ -184,6 +184,7 @@ func rates(results []*sim.Result, opt Options) figure {
 			top = max(top, rate)
 		}
 		p.Legend.Top = true
+		p.X.Tick.Marker, p.Y.Tick.Marker = ticks{}, ticks{}
 		p.X.Min, p.X.Max = 0, float64(span)/float64(unit)
 		top = max(top, p.Y.Max)
 		panels[i] = []*plot.Plot{p}
@@ -237,6 +238,7 @@ func waits(results []*sim.Result) *plot.Plot {
 	p.Legend.Top = false
 	p.Legend.Left = false
 	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(6), vg.Points(10)
+	p.X.Tick.Marker, p.Y.Tick.Marker = ticks{}, ticks{}
 	p.X.Min, p.X.Max = 0, math.Max(float64(longest)/float64(unit), 1)
 	p.Y.Min, p.Y.Max = 0, 1.02
 	return p
