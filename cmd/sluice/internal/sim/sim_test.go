@@ -103,7 +103,7 @@ func TestMatchesReference(t *testing.T) {
 		for _, s := range kinds {
 			for _, mw := range []time.Duration{0, 40 * time.Millisecond, 700 * time.Millisecond, sim.Forever} {
 				l := limit(t, s)
-				res := run(t, a, sim.Config{Limit: l, MaxWait: mw})
+				res := run(t, a, sim.Config{Limit: l, MaxWait: mw, Horizon: 1000 * time.Hour})
 				want, refused := reference(t, l, a, mw)
 				if !slices.Equal(res.Grants, want) {
 					i := 0
@@ -352,5 +352,28 @@ func TestStopOnExceed(t *testing.T) {
 	res = run(t, a, sim.Config{Limit: limit(t, "sliding:100/1m"), Upstream: &up, StopOnExceed: true})
 	if res.Stopped || res.Admitted != 100 {
 		t.Errorf("a limit within the upstream stopped (%v) or admitted %d, want 100", res.Stopped, res.Admitted)
+	}
+}
+
+// TestMatchesReferenceRandomLimits repeats TestMatchesReference over random
+// configurations, rates whose emission interval is not a whole number of
+// nanoseconds included (7 per 3s).
+func TestMatchesReferenceRandomLimits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 15))
+	for trial := range 150 {
+		rate := algorithms.Rate{Count: 1 + rng.Int64N(30), Per: time.Duration(1+rng.Int64N(3000))*time.Millisecond + time.Duration(rng.Int64N(1000))}
+		l := spec.Limit{Kind: spec.Kinds[rng.IntN(len(spec.Kinds))], Rate: rate}
+		if l.Kind.Paced() {
+			l.Size = 1 + rng.Int64N(10)
+		}
+		a := arrivals(t, 15*time.Second, uint64(trial), "poisson:12/s,cost=1-4", "spike:20@5s")
+		mw := []time.Duration{0, time.Duration(rng.Int64N(int64(3 * time.Second))), sim.Forever}[rng.IntN(3)]
+		// The reference has no horizon: give the run one far beyond any grant.
+		res := run(t, a, sim.Config{Limit: l, MaxWait: mw, Horizon: 1000 * time.Hour})
+		want, refused := reference(t, l, a, mw)
+		if !slices.Equal(res.Grants, want) || res.Refused != refused || res.Mispredicted != 0 || res.Stranded != 0 {
+			t.Fatalf("trial %d %v max wait %v: %d grants, %d refused, %d mispredicted; the reference %d and %d",
+				trial, l, mw, len(res.Grants), res.Refused, res.Mispredicted, len(want), refused)
+		}
 	}
 }
