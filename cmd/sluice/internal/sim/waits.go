@@ -1,9 +1,10 @@
 package sim
 
 import (
-	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
 )
 
 // percentiles sets P50 and P99: nearest rank, the smallest wait that at
@@ -84,30 +85,13 @@ func (res *Result) WaitCDF(points int) (at []time.Duration, below []float64) {
 	counts := make([]int64, points+1) // counts[i]: waits in (step·(i-1), step·i]
 	counts[0] = res.zeros
 	for _, w := range res.waits {
-		counts[ceilMulDiv(w, int64(points), top)]++ // 1 <= it <= points
+		counts[muldiv.Ceil(w, int64(points), top)]++ // 1 <= it <= points
 	}
 	var sum int64
 	for i, c := range counts {
 		sum += c
-		at = append(at, time.Duration(floorMulDiv(top, int64(i), int64(points))))
+		at = append(at, time.Duration(muldiv.Floor(top, int64(i), int64(points))))
 		below = append(below, float64(sum)/float64(n))
 	}
 	return at, below
-}
-
-// floorMulDiv and ceilMulDiv are ⌊a·b/c⌋ and ⌈a·b/c⌉ for a, b >= 0 and
-// c > 0 whose quotient fits an int64, in 128 bits.
-func floorMulDiv(a, b, c int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	return int64(q)
-}
-
-func ceilMulDiv(a, b, c int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	q, r := bits.Div64(hi, lo, uint64(c))
-	if r != 0 {
-		q++
-	}
-	return int64(q)
 }

@@ -3,12 +3,12 @@ package spec
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
 )
 
 // ErrInvalid is matched, with errors.Is, by every error Parse returns. When
@@ -202,39 +202,11 @@ func (l Limit) Bound(d time.Duration) int64 {
 	w := int64(l.Rate.Per)
 	switch l.Kind {
 	case Sliding:
-		return mulSat(l.Rate.Count, (int64(d)+w-1)/w)
+		return muldiv.Mul(l.Rate.Count, (int64(d)+w-1)/w)
 	case Fixed:
-		return mulSat(l.Rate.Count, (int64(d)-1)/w+2)
+		return muldiv.Mul(l.Rate.Count, (int64(d)-1)/w+2)
 	}
-	return addSat(l.Size, floorMulDiv(l.Rate.Count, int64(d)-1, w))
-}
-
-// floorMulDiv is ⌊a·b/c⌋ for a, b >= 0 and c > 0, saturating at MaxInt64.
-func floorMulDiv(a, b, c int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi >= uint64(c) {
-		return 1<<63 - 1
-	}
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	if q > 1<<63-1 {
-		return 1<<63 - 1
-	}
-	return int64(q)
-}
-
-func mulSat(a, b int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi != 0 || lo > 1<<63-1 {
-		return 1<<63 - 1
-	}
-	return int64(lo)
-}
-
-func addSat(a, b int64) int64 {
-	if a > 1<<63-1-b {
-		return 1<<63 - 1
-	}
-	return a + b
+	return muldiv.Add(l.Size, muldiv.Floor(l.Rate.Count, int64(d)-1, w))
 }
 
 // ParseUpstream reads the limit an upstream enforces: a limit as Parse reads

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
 )
 
 // ErrInvalid is matched, with errors.Is, by every error Parse, ReadCSV and
@@ -370,9 +370,9 @@ func (p Pattern) generate(out []Arrival, duration time.Duration, rng *rand.Rand)
 			}
 		}
 	case Poisson:
-		if until > from && ceilMulDiv(int64(until-from), p.Rate.Count, int64(p.Rate.Per)) > room {
+		if until > from && muldiv.Ceil(int64(until-from), p.Rate.Count, int64(p.Rate.Per)) > room {
 			// Expected to overflow: say so before drawing millions.
-			return nil, tooMany(int64(len(out))+ceilMulDiv(int64(until-from), p.Rate.Count, int64(p.Rate.Per)), duration)
+			return nil, tooMany(int64(len(out))+muldiv.Ceil(int64(until-from), p.Rate.Count, int64(p.Rate.Per)), duration)
 		}
 		mean := float64(p.Rate.Per) / float64(p.Rate.Count) // ns between arrivals
 		for t := float64(from) + rng.ExpFloat64()*mean; t < float64(until); t += rng.ExpFloat64() * mean {
@@ -394,35 +394,12 @@ func (p Pattern) steady(out []Arrival, from, until time.Duration, room int64, co
 		return out, nil
 	}
 	// The arrivals in [0, span) are n = 0 .. ⌈span·Count/Per⌉-1.
-	n := ceilMulDiv(span, p.Rate.Count, int64(p.Rate.Per))
+	n := muldiv.Ceil(span, p.Rate.Count, int64(p.Rate.Per))
 	if n > room {
 		return nil, tooMany(int64(len(out))+n, duration)
 	}
 	for i := range n {
-		out = append(out, Arrival{At: from + time.Duration(floorMulDiv(i, int64(p.Rate.Per), p.Rate.Count)), Cost: cost()})
+		out = append(out, Arrival{At: from + time.Duration(muldiv.Floor(i, int64(p.Rate.Per), p.Rate.Count)), Cost: cost()})
 	}
 	return out, nil
-}
-
-// floorMulDiv is ⌊a·b/c⌋ for a, b >= 0, c > 0 whose quotient fits.
-func floorMulDiv(a, b, c int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	return int64(q)
-}
-
-// ceilMulDiv is ⌈a·b/c⌉ for a, b >= 0, c > 0, saturating at MaxInt64.
-func ceilMulDiv(a, b, c int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi >= uint64(c) {
-		return 1<<63 - 1
-	}
-	q, r := bits.Div64(hi, lo, uint64(c))
-	if r != 0 {
-		q++
-	}
-	if q > 1<<63-1 {
-		return 1<<63 - 1
-	}
-	return int64(q)
 }
