@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -74,9 +75,10 @@ func Search(arrivals []traffic.Arrival, goal Goal, kinds []spec.Kind) ([]Best, e
 	if goal.P99 < 0 {
 		return nil, errors.New("fit: the p99 goal is negative")
 	}
+	kinds = slices.Compact(slices.Clone(kinds)) // a kind named twice in a row is searched once
 	var lines []*line
 	for _, k := range kinds {
-		ls, err := lines0(k, goal.Upstream)
+		ls, err := linesFor(k, goal.Upstream)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +155,8 @@ type line struct {
 	err                       error
 }
 
-func lines0(k spec.Kind, up spec.Limit) ([]*line, error) {
+// linesFor returns the searches for kind k against the upstream up.
+func linesFor(k spec.Kind, up spec.Limit) ([]*line, error) {
 	hi := up.Capacity()
 	var out []*line
 	switch {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
 	"github.com/sluicehq/sluice/scheduler"
@@ -252,7 +253,7 @@ func (r *run) run(arrivals []traffic.Arrival) {
 		if n := len(arrivals); n > 0 {
 			last = max(last, arrivals[n-1].At)
 		}
-		horizon = int64(10*last + time.Minute)
+		horizon = muldiv.Add(muldiv.Mul(int64(last), 10), int64(time.Minute))
 	}
 	var wake int64
 	for i := 0; i < len(arrivals); {
