@@ -75,7 +75,13 @@ func Search(arrivals []traffic.Arrival, goal Goal, kinds []spec.Kind) ([]Best, e
 	if goal.P99 < 0 {
 		return nil, errors.New("fit: the p99 goal is negative")
 	}
-	kinds = slices.Compact(slices.Clone(kinds)) // a kind named twice in a row is searched once
+	var unique []spec.Kind // a kind named twice is searched once
+	for _, k := range kinds {
+		if !slices.Contains(unique, k) {
+			unique = append(unique, k)
+		}
+	}
+	kinds = unique
 	var lines []*line
 	for _, k := range kinds {
 		ls, err := linesFor(k, goal.Upstream)

@@ -221,3 +221,15 @@ func TestGuaranteed(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchNamesAKindOnce(t *testing.T) {
+	a := arrivals(t, 10*time.Second, "poisson:5/s")
+	goal := fit.Goal{Upstream: upstream(t, "10/s"), P99: time.Second, MaxWait: sim.Forever}
+	bests, err := fit.Search(a, goal, []spec.Kind{spec.GCRA, spec.Fixed, spec.GCRA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bests) != 2 || bests[0].Kind != spec.GCRA || bests[1].Kind != spec.Fixed {
+		t.Errorf("searched %v, want gcra and fixed once each", bests)
+	}
+}
