@@ -124,7 +124,10 @@ func (r *runtime) take() (cancels, arrivals *call) {
 // that safe is the order Close keeps (see above).
 func (r *runtime) roundTrip(ctx context.Context, c *call, prompt bool) result {
 	if c.op == opAcquire {
-		r.waiting.Add(1) // before the owner can answer, which takes it back
+		// Counted by the caller, from before its request can be seen to
+		// the moment it returns: exact whenever nobody is in between.
+		r.waiting.Add(1)
+		defer r.waiting.Add(-1)
 	}
 	r.send(c, prompt)
 	var done <-chan struct{} // nil: the answer is sure to come
@@ -171,17 +174,12 @@ func (r *runtime) finish(c *call) result {
 }
 
 // poll is for a caller that saw the owner exit: an answer may be in its
-// channel. If none is, the owner never took the call and never will, so the
-// caller takes back its own count of waiting. The call is not reused, since
-// the inbox may still hold it.
+// channel. The call is not reused, since the inbox may still hold it.
 func (r *runtime) poll(c *call) result {
 	select {
 	case <-c.reply:
 		return c.result()
 	default:
-		if c.op == opAcquire {
-			r.waiting.Add(-1)
-		}
 		return result{status: stClosed}
 	}
 }

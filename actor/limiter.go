@@ -306,6 +306,12 @@ func (l *Limiter) grant(ctx context.Context, res result, cost int64) (permits.Gr
 	return l.newGrant(cost, l.rt.epoch.Add(time.Duration(res.at)), res.waited, res.rc), nil
 }
 
+// newGrant makes the Grant of an admission decided for the instant at; its
+// At is the instant the algorithm admitted it at, which is later when the
+// algorithm had already seen a later one.
 func (l *Limiter) newGrant(cost int64, at time.Time, waited bool, rc algorithms.Receipt) permits.Grant {
+	if rc.At.After(at) {
+		at = rc.At
+	}
 	return permits.NewGrant(permits.NewPermit(cost, nil, nil), at, waited, l, rc.Mark, rc.Frac, rc.Seq)
 }

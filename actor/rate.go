@@ -64,6 +64,15 @@ func (p *ratePolicy) decide(at, cost int64) (bool, int64) {
 
 func (p *ratePolicy) receipt() algorithms.Receipt { return p.last }
 
+// admitted is the instant of the last admission on the timeline: at, or the
+// later instant the algorithm counted it at when it had seen one.
+func (p *ratePolicy) admitted(at int64) int64 {
+	if p.last.IsZero() {
+		return at
+	}
+	return max(at, p.ns(p.last.At))
+}
+
 func (p *ratePolicy) shadowDecide(at, cost int64) (bool, int64) {
 	d := p.shadow.AllowAt(p.t(at), cost)
 	if d.Allowed {

@@ -48,7 +48,7 @@ type runtime struct {
 	tail  atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
 
 	granted, rejected, canceled counter
-	waiting                     atomic.Int64 // Acquires sent and not yet answered
+	waiting                     atomic.Int64 // Acquires sent whose callers have not returned
 	wakes                       atomic.Int64 // owner wake-ups, for tests
 
 	// owned by the loop
@@ -76,8 +76,11 @@ type policy interface {
 	// decide is scheduler.Owner.Decide.
 	decide(at, cost int64) (ok bool, retry int64)
 	// receipt is the record of the last admission, for a grant that may be
-	// refunded.
+	// refunded; at is the instant it was decided for, and admitted the
+	// instant the algorithm admitted it at (later, if it had seen a later
+	// one).
 	receipt() algorithms.Receipt
+	admitted(at int64) int64
 	// predict returns when cost arriving at arrival would be granted behind
 	// everything queued, the owner's clock reading now; known is false when
 	// it cannot tell (or need is false and telling would cost more than
@@ -329,23 +332,20 @@ func (r *runtime) refuse(c *call, s status, wait int64) {
 	r.reply(c, s, max(wait, 1))
 }
 
-// grant answers c with a grant at the instant at, copying the algorithm's
-// receipt when the caller asked for one.
+// grant answers c with a grant decided for the instant at, copying the
+// algorithm's receipt when the caller asked for one.
 func (r *runtime) grant(c *call, at int64) {
 	r.granted.add(1)
 	if c.wantRc {
 		c.ext().rc = r.pol.receipt()
 	}
-	r.reply(c, stGranted, at)
+	r.reply(c, stGranted, r.pol.admitted(at))
 }
 
 // reply writes the result into c and signals its caller: for a grant, n is
-// the instant granted at; for a refusal, the RetryAfter in ns. Stats are
-// updated first, so that they are exact when the caller returns.
+// the instant granted at; for a refusal, the RetryAfter in ns. The counters
+// are updated before, so that they are exact when the caller returns.
 func (r *runtime) reply(c *call, s status, n int64) {
-	if c.op == opAcquire {
-		r.waiting.Add(-1)
-	}
 	c.status, c.n = s, n
 	c.reply <- struct{}{}
 }
