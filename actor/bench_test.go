@@ -60,12 +60,18 @@ func BenchmarkMutexGCRABaseline(b *testing.B) {
 	})
 }
 
+// ownerOnly is an algorithm with no lock-free form that admits everything
+// a benchmark asks: a sliding window of 2^40 units per microsecond, so that
+// every Acquire is a message and a reply, and the window keeps few entries.
+func ownerOnly() algorithms.Algorithm {
+	w, _ := algorithms.NewSlidingWindow(algorithms.Rate{Count: 1 << 40, Per: time.Microsecond})
+	return w
+}
+
 // BenchmarkAcquireThroughOwner measures a round trip through the owner's
-// mailbox: a token bucket has no fast path, so every Acquire is a message
-// and a reply.
+// inbox, with four goroutines per core calling.
 func BenchmarkAcquireThroughOwner(b *testing.B) {
-	tb, _ := algorithms.NewTokenBucket(algorithms.PerSecond(1_000_000_000), 1<<40)
-	l := actor.New(tb)
+	l := actor.New(ownerOnly())
 	defer l.Close()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -81,8 +87,7 @@ func BenchmarkAcquireThroughOwner(b *testing.B) {
 }
 
 func BenchmarkAcquireThroughOwnerSerial(b *testing.B) {
-	tb, _ := algorithms.NewTokenBucket(algorithms.PerSecond(1_000_000_000), 1<<40)
-	l := actor.New(tb)
+	l := actor.New(ownerOnly())
 	defer l.Close()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -145,5 +150,43 @@ func BenchmarkHeapPerWaiter(b *testing.B) {
 		})
 		l.Close()
 		b.ReportMetric(waiting-base, "B/waiter")
+	}
+}
+
+// BenchmarkIdleLimiterBytes reports the heap an idle Limiter holds beyond
+// its goroutine's stack (issue 9: at most 4 KB; it was about 16 KB while a
+// 256-slot mailbox was part of every limiter), and the same for a Pool.
+func BenchmarkIdleLimiterBytes(b *testing.B) {
+	const n = 1000
+	heapOf := func(start func() func()) float64 {
+		closers := make([]func(), 0, n)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			closers = append(closers, start())
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		for _, c := range closers {
+			c()
+		}
+		return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	}
+	for range b.N {
+		limiter := heapOf(func() func() {
+			g, _ := algorithms.NewGCRA(algorithms.PerSecond(30), 1)
+			l := actor.New(g)
+			l.Allow() // the algorithm has its origin, as in use
+			return func() { l.Close() }
+		})
+		pool := heapOf(func() func() {
+			p, _ := actor.NewPool(20)
+			pm, _ := p.TryAcquire(1)
+			pm.Release()
+			return func() { p.Close() }
+		})
+		b.ReportMetric(limiter, "B/limiter")
+		b.ReportMetric(pool, "B/pool")
 	}
 }

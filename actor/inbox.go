@@ -20,13 +20,16 @@ import (
 //     inbox empty because the owner took it also finds the owner busy, so
 //     the fast path never passes a request the owner holds but has not yet
 //     decided. One that finds a request in the inbox goes behind it.
-//   - An arrival that needs no prompt answer (no deadline, no WithMaxWait
-//     or WithMaxQueue) does not wake an owner that sleeps with its timer
-//     armed: it cannot be granted before the head, and the owner takes the
-//     inbox when the timer fires. The owner sets timed and then looks at
-//     the inbox before it parks; the caller pushes and then reads timed.
-//     One of them sees the other: the owner finds the call, or the caller
-//     sees timed false and wakes it.
+//   - A caller wakes the owner only if it sleeps: an owner that is awake
+//     looks at the inbox again before it parks. And an arrival that needs
+//     no prompt answer (no deadline, no WithMaxWait or WithMaxQueue) does
+//     not wake an owner that sleeps with its timer armed either: it cannot
+//     be granted before the head, and the owner takes the inbox when the
+//     timer fires. The owner publishes that it sleeps (and how) and then
+//     looks at the inbox before it parks; the caller pushes and then reads
+//     how the owner sleeps. One of them sees the other: the owner finds the
+//     call, or the caller sees it asleep and wakes it. Under load the owner
+//     is mostly awake, so most callers touch no channel at all.
 //   - Close sets closed and then wakes the owner, which reads closed when it
 //     wakes and, if set, answers everything it holds and takes the inbox one
 //     last time. A caller that reads closed false after its push knows that
@@ -50,7 +53,7 @@ func (r *runtime) send(c *call, prompt bool) {
 			break
 		}
 	}
-	if prompt || !r.timed.Load() {
+	if s := r.sleep.Load(); s == asleep || s == asleepTimed && prompt {
 		r.kick()
 	}
 }
@@ -65,7 +68,14 @@ func (r *runtime) sendCancel(c *call) {
 			break
 		}
 	}
-	r.kick()
+	r.wakeIfAsleep()
+}
+
+// wakeIfAsleep wakes the owner if it sleeps, after something was pushed.
+func (r *runtime) wakeIfAsleep() {
+	if r.sleep.Load() != awake {
+		r.kick()
+	}
 }
 
 // kick wakes the owner; a token already waiting is enough.
@@ -79,21 +89,30 @@ func (r *runtime) kick() {
 // pending reports whether there is anything for the owner to take.
 func (r *runtime) pending() bool { return r.inbox.Load() != nil || r.cancels.Load() != nil }
 
+// Values of runtime.sleep.
+const (
+	awake       int32 = iota
+	asleep            // parked until a wake-up
+	asleepTimed       // parked until a wake-up or the timer
+)
+
 // park sleeps until a wake-up or the timer (timerC, nil when unarmed).
 func (r *runtime) park(timerC <-chan time.Time) {
+	s := asleep
 	if r.armed {
-		r.timed.Store(true)
-		if r.pending() { // a caller that saw timed false has woken us, or will
-			r.timed.Store(false)
-			return
-		}
+		s = asleepTimed
+	}
+	r.sleep.Store(s)
+	if r.pending() { // pushed before the store: its caller may not wake us
+		r.sleep.Store(awake)
+		return
 	}
 	select {
 	case <-r.wake:
 	case <-timerC:
 		r.armed = false
 	}
-	r.timed.Store(false)
+	r.sleep.Store(awake)
 }
 
 // take returns the cancellations and the requests pushed so far, each

@@ -99,8 +99,8 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 		l.rt.granted.add(1)
 		return permits.NewPermit(cost, nil, nil), nil
 	}
-	res := l.rt.roundTrip(ctx, l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false), l.prompt(ctx))
-	return l.result(ctx, res, cost)
+	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false)
+	return l.result(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
 // AcquireGrant is Acquire, returning with the permit what Refund needs: the
@@ -118,8 +118,8 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 		l.rt.granted.add(1)
 		return l.newGrant(cost, now, false, d.Receipt), nil
 	}
-	res := l.rt.roundTrip(ctx, l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true), l.prompt(ctx))
-	return l.grant(ctx, res, cost)
+	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true)
+	return l.grant(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
 // TryAcquire returns a permit for cost units if they are available now and
@@ -141,7 +141,7 @@ func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
 	if wait, behind := l.behind(); behind {
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: wait}
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.stamp(), false), true)
+	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false), true)
 	return l.result(context.Background(), res, cost)
 }
 
@@ -160,7 +160,7 @@ func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 	if wait, behind := l.behind(); behind {
 		return permits.Grant{}, &permits.RateLimitError{RetryAfter: wait}
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.stamp(), true), true)
+	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true), true)
 	return l.grant(context.Background(), res, cost)
 }
 
@@ -185,7 +185,7 @@ func (l *Limiter) Allow() bool {
 	if _, behind := l.behind(); behind {
 		return false
 	}
-	return l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, 1, l.rt.stamp(), false), true).status == stGranted
+	return l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, 1, l.rt.arrivalStamp(), false), true).status == stGranted
 }
 
 // fast decides on the algorithm's lock-free path. decided is false, and the
@@ -221,20 +221,19 @@ func (l *Limiter) behind() (time.Duration, bool) {
 }
 
 // arrival is the caller's arrival stamp: the fast path's clock reading if it
-// read one, else a fresh one.
+// read one, else a fresh one (see runtime.arrivalStamp).
 func (l *Limiter) arrival(now time.Time, read bool) int64 {
 	if read {
 		return int64(now.Sub(l.rt.epoch))
 	}
-	return l.rt.stamp()
+	return l.rt.arrivalStamp()
 }
 
 // prompt reports whether an Acquire needs the owner's answer at once (a
 // prediction against its deadline or a bound) rather than at the owner's
 // next wake-up.
-func (l *Limiter) prompt(ctx context.Context) bool {
-	_, hasDL := ctx.Deadline()
-	return hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0
+func (l *Limiter) prompt(c *call) bool {
+	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0
 }
 
 // count records a fast-path decision in the stats.

@@ -121,7 +121,7 @@ func (p *Pool) Acquire(ctx context.Context, cost int64) (permits.Permit, error) 
 			return p.permit(cost), nil
 		}
 	}
-	c := p.rt.newCallFor(ctx, opAcquire, cost, p.rt.stamp(), false)
+	c := p.rt.newCallFor(ctx, opAcquire, cost, p.rt.arrivalStamp(), false)
 	return p.result(ctx, p.rt.roundTrip(ctx, c, true), cost)
 }
 
@@ -149,7 +149,7 @@ func (p *Pool) TryAcquire(cost int64) (permits.Permit, error) {
 		p.rt.rejected.add(1) // others wait first
 		return permits.Permit{}, errPoolBusy
 	}
-	c := p.rt.newCallFor(context.Background(), opTry, cost, p.rt.stamp(), false)
+	c := p.rt.newCallFor(context.Background(), opTry, cost, p.rt.arrivalStamp(), false)
 	return p.result(context.Background(), p.rt.roundTrip(context.Background(), c, true), cost)
 }
 
@@ -165,7 +165,7 @@ func (p *Pool) ReleasePermit(pm permits.Permit) {
 	if w&poolGate != 0 {
 		// Someone waits: wake the owner to grant the head. The units are
 		// already back; the wake-up carries nothing.
-		p.rt.kick()
+		p.rt.wakeIfAsleep()
 	}
 	if t := pm.Token(); t != nil {
 		p.tokens.Put(t)

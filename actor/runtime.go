@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"math"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -40,11 +41,10 @@ type runtime struct {
 	// state is what the owner publishes to the lock-free paths: stIdle
 	// (nothing to do, the fast path may decide), stBusy (handling requests:
 	// the fast path must not pass them) or stWaiting (waiters queued:
-	// refuse at once, with RetryAfter from tail). timed says the owner
-	// sleeps with its timer armed, so an arrival that needs no prompt
-	// answer need not wake it.
+	// refuse at once, with RetryAfter from tail). sleep says whether the
+	// owner is awake, parked, or parked with its timer armed (inbox.go).
 	state atomic.Int32
-	timed atomic.Bool
+	sleep atomic.Int32
 	tail  atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
 
 	granted, rejected, canceled counter
@@ -210,6 +210,23 @@ func (r *runtime) now() int64 {
 // stamp is a caller's reading of the clock, ns on the timeline.
 func (r *runtime) stamp() int64 { return int64(r.cfg.clock.Now().Sub(r.epoch)) }
 
+// ownerStamp in a call's arrival means "the owner's reading when it takes
+// the request": see arrivalStamp.
+const ownerStamp = math.MinInt64
+
+// arrivalStamp is the arrival instant a caller sends with its request. When
+// the owner is idle with an empty inbox, the request wakes it and is taken
+// at once, so the owner's own reading of the batch is the arrival, and the
+// caller saves a clock read; otherwise the request may wait for the owner
+// (behind a queue, behind a slow decision), and the caller's reading keeps
+// its place in virtual time.
+func (r *runtime) arrivalStamp() int64 {
+	if r.idle() {
+		return ownerStamp
+	}
+	return r.stamp()
+}
+
 func (r *runtime) loop() {
 	defer close(r.done)
 	var timerC <-chan time.Time
@@ -277,7 +294,10 @@ func (r *runtime) cancel(c *call) {
 
 func (r *runtime) admit(c *call, now int64) {
 	try := c.op == opTry
-	at := min(max(c.arrival, r.arrived), now) // arrivals keep their order in time, and none is in the future
+	at := now
+	if c.arrival != ownerStamp {
+		at = min(max(c.arrival, r.arrived), now) // arrivals keep their order in time, and none is in the future
+	}
 	var grant int64
 	var known bool
 	if r.q.Len() == 0 {
@@ -368,12 +388,12 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 		if e := r.expiry.next(r); e != 0 && (wake == 0 || e < wake) {
 			wake = e
 		}
-		fresh := r.now()
-		if wake == 0 || wake > fresh {
-			now = fresh
+		if wake == 0 {
+			break // nothing timed: no timer to arm from a fresh reading
+		}
+		if now = r.now(); wake > now {
 			break
 		}
-		now = fresh
 	}
 	if r.q.Len() == 0 {
 		r.pol.idle()

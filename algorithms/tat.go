@@ -277,9 +277,7 @@ func (c *tatCore) tryAdmit(at time.Time, cost int64) (ok bool, wait time.Duratio
 		tat := int64(w & tickMask)
 		next := max(tat, n) + inc
 		if next > n+c.tau {
-			// time.Time.Sub saturates where int64 arithmetic would wrap,
-			// for an at long before the origin.
-			return false, max(c.instant(e, tat+inc-c.tau).Sub(at), 1), true
+			return false, c.wait(e, at, tat+inc-c.tau, n), true
 		}
 		if c.state.CompareAndSwap(w, w&^tickMask|uint64(next)) {
 			return true, 0, true
@@ -288,6 +286,17 @@ func (c *tatCore) tryAdmit(at time.Time, cost int64) (ok bool, wait time.Duratio
 			return false, 0, false // rebased meanwhile: ask the owner
 		}
 	}
+}
+
+// wait returns how long after at the tick retry (> n) comes, rounded up to
+// a whole ns and at least 1. When at is n itself (no later instant seen) it
+// is integer arithmetic on ticks; otherwise time.Time.Sub, which saturates
+// where int64 arithmetic would wrap for an at long before the origin.
+func (c *tatCore) wait(e *tatEpoch, at time.Time, retry, n int64) time.Duration {
+	if d := at.Sub(e.origin); d >= 0 && int64(d)*c.count == n {
+		return time.Duration(ceilDiv(retry-n, c.count))
+	}
+	return max(c.instant(e, retry).Sub(at), 1)
 }
 
 // openGate reopens the gate; the owner calls it once it has no waiters.
