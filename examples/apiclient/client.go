@@ -234,6 +234,9 @@ func (r *result) print(w io.Writer, cfg config) {
 	pr("  tokens/min       %s on average  (limit %s/min + a bucket of %s: at most %s in these %.1fs; used %s, %.0f%%)",
 		grouped(int64(float64(r.api.tokens)/secs*60)), grouped(cfg.tpm), grouped(cfg.tpmBurst), grouped(allowedTokens),
 		r.api.span.Seconds(), grouped(r.api.tokens), 100*float64(r.api.tokens)/float64(allowedTokens))
+	reqUse, tokUse := r.use(cfg)
+	pr("  bound by         %s  (of what the client's own limits allowed in these %.1fs: %.0f%% of the requests, %.0f%% of the tokens)",
+		binding(reqUse, tokUse), r.api.span.Seconds(), 100*reqUse, 100*tokUse)
 	pr("  waiting on       the request rate %.0f%% of the time, the token rate %.0f%%  (the API's bucket went down to %s)",
 		100*r.requestsBound, 100*r.tokensBound, grouped(r.api.lowestLevel))
 	pr("  wait p50 / p99   %v / %v  (Acquire to permit)", r.waitP50.Round(time.Millisecond), r.waitP99.Round(time.Millisecond))
@@ -242,6 +245,27 @@ func (r *result) print(w io.Writer, cfg config) {
 	} else {
 		pr("  FIFO             broken: %d admissions ahead of a job that had waited %v longer", r.overtakes, fifoSlack)
 	}
+}
+
+// use returns the share of its own request and token limits the client
+// used over the run: what it sent over what burst + rate·span allowed.
+func (r *result) use(cfg config) (requests, tokens float64) {
+	minutes := r.api.span.Minutes()
+	allowedRequests := 1 + rate(cfg.clientRequests())*r.api.span.Seconds()
+	allowedTokens := float64(cfg.clientBurst()) + rate(cfg.clientTokens())*60*minutes
+	return float64(r.api.accepted) / allowedRequests, float64(r.api.tokens) / allowedTokens
+}
+
+// binding names the limit that held the jobs back: the rate the client used
+// the most of, or the pool when it used less than 90% of both.
+func binding(requests, tokens float64) string {
+	switch {
+	case requests < 0.9 && tokens < 0.9:
+		return "the pool (concurrency) or the API's latency"
+	case tokens >= requests:
+		return "the token rate"
+	}
+	return "the request rate"
 }
 
 func rate(r algorithms.Rate) float64 { return float64(r.Count) / r.Per.Seconds() }

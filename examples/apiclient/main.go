@@ -106,13 +106,15 @@ func main() {
 }
 
 // realMain runs the demo against an API on loopback and returns the exit
-// code: 0 when every job was done, 1 when some were not, 2 for bad flags.
+// code: 0 when every job was done (or -h asked for the usage), 1 when some
+// were not, 2 for bad flags.
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, terminal bool) int {
 	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // -h: the usage was asked for, and printed
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "apiclient:", err)
-		}
+		fmt.Fprintln(stderr, "apiclient:", err)
 		return 2
 	}
 	api := newAPI(cfg)

@@ -59,7 +59,7 @@ func TestDefaultRun(t *testing.T) {
 	assert.LessOrEqual(t, res.api.peakPerSecond, cfg.rps)
 	assert.Greater(t, res.requestsBound, 0.1, "the request rate binds for a good part of the run")
 	assert.Greater(t, res.tokensBound, 0.1, "so does the token rate")
-	for _, want := range []string{"jobs done        500 / 500", "429s received    0", "FIFO             kept"} {
+	for _, want := range []string{"jobs done        500 / 500", "429s received    0", "FIFO             kept", "bound by         the token rate"} {
 		assert.Contains(t, out, want)
 	}
 }
@@ -122,4 +122,17 @@ func TestFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	assert.Equal(t, 2, realMain(context.Background(), []string{"-jobs", "-1"}, io.Discard, &stderr, false))
 	assert.Contains(t, stderr.String(), "-jobs")
+	stderr.Reset()
+	assert.Equal(t, 0, realMain(context.Background(), []string{"-h"}, io.Discard, &stderr, false), "-h asks for the usage: not an error")
+	assert.Contains(t, stderr.String(), "-jobs")
+}
+
+// The summary names the limit that held the jobs back: the request rate
+// when jobs are small, the token rate when they are large (issue 9: it said
+// the request rate when the token rate was the bottleneck).
+func TestSummaryNamesTheBindingLimit(t *testing.T) {
+	_, _, out := simulate(t, "-jobs", "150", "-min-tokens", "10", "-max-tokens", "20")
+	assert.Contains(t, out, "bound by         the request rate")
+	_, _, out = simulate(t, "-jobs", "150", "-min-tokens", "1500", "-max-tokens", "1900")
+	assert.Contains(t, out, "bound by         the token rate")
 }
