@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/window"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -471,12 +472,12 @@ func TestClockBackwards(t *testing.T) {
 	c.Set(time.Second)
 	r.Do(ctx, succeed)
 	r.Do(ctx, fail)
-	if tot, _ := r.WindowTotals(); tot != [2]int64{3, 1} {
+	if tot, _ := r.WindowTotals(); tot != (window.Counts{3, 1}) {
 		t.Fatalf("totals %v, want {3 1}", tot)
 	}
 	c.Set(15 * time.Second)
 	r.Do(ctx, fail)
-	if tot, _ := r.WindowTotals(); tot != [2]int64{1, 1} {
+	if tot, _ := r.WindowTotals(); tot != (window.Counts{1, 1}) {
 		t.Fatalf("at 15s: totals %v, want {1 1} (the bucket [5s, 6s) gone)", tot)
 	}
 }
