@@ -48,9 +48,8 @@ const (
 // The zero value is not usable: make one with New. A RetryBudget is safe for
 // concurrent use. Each call holds a mutex for a fixed amount of work (at most
 // ten bucket resets, no allocation) and never while running user code; the
-// budget takes 384 bytes whatever the traffic (see docs/resilience.md). A
-// call costs about 50 ns uncontended on our machines, most of it reading the
-// monotonic clock (see bench/).
+// budget takes 384 bytes whatever the traffic. Most of a call's cost is its
+// monotonic clock read (figures in docs/resilience.md).
 type RetryBudget struct {
 	mu  sync.Mutex
 	win window.Window // guarded by mu
