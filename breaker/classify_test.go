@@ -94,10 +94,7 @@ func TestClassifierRateMode(t *testing.T) {
 // A probe that ends Ignored frees its slot without closing the breaker.
 func TestClassifierIgnoredProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second),
-			breaker.WithClassifier(classifier))
-		b.Do(ctx, fail)
-		time.Sleep(time.Second)
+		b := probing(t, breaker.WithClassifier(classifier))
 		for range 3 {
 			if err := b.Do(ctx, returning(errQuota)); err != errQuota {
 				t.Fatalf("probe: %v, want it to run", err)

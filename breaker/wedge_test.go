@@ -23,6 +23,17 @@ func recoverPanic(f func()) (r any) {
 	return nil
 }
 
+// probing returns a breaker that opens on one failure for a second, with
+// opts, tripped and a second later: the next call is a probe. It must run in
+// a synctest bubble.
+func probing(t *testing.T, opts ...breaker.Option) *breaker.Breaker {
+	t.Helper()
+	b := mustNew(t, append([]breaker.Option{breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second)}, opts...)...)
+	b.Do(ctx, fail)
+	time.Sleep(time.Second)
+	return b
+}
+
 // hourly makes n calls an hour apart and returns how many ran fn.
 func hourly(b *breaker.Breaker, n int) (ran int) {
 	for range n {
@@ -112,9 +123,7 @@ func TestIssue10ClassifierPanicInDoneFreesTheSlot(t *testing.T) {
 // calls gets through.
 func TestIssue10LostProbeDoesNotWedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second))
-		b.Do(ctx, fail)
-		time.Sleep(time.Second)
+		b := probing(t)
 		if _, err := b.Allow(); err != nil { // the probe whose done is lost
 			t.Fatal(err)
 		}
@@ -129,9 +138,7 @@ func TestIssue10LostProbeDoesNotWedge(t *testing.T) {
 // long until the half-open timeout frees them, never 0.
 func TestIssue10RetryAfterWhileProbesFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := mustNew(t, breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second))
-		b.Do(ctx, fail)
-		time.Sleep(time.Second)
+		b := probing(t)
 		if _, err := b.Allow(); err != nil {
 			t.Fatal(err)
 		}
