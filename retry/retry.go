@@ -94,7 +94,8 @@ func (c *config) do(ctx context.Context, fn func(context.Context) error, seq *at
 // retry is the loop after a first attempt that failed with err. It is out
 // of do so that do stays small: the common case pays for none of this.
 func (c *config) retry(ctx context.Context, fn func(context.Context) error, err error, seq *atomic.Uint64) error {
-	began := time.Now() // the retry time limit counts from here
+	now := time.Now()
+	began := now // the retry time limit counts from here
 	var j jitter
 	if c.seeded {
 		var stream uint64
@@ -125,7 +126,9 @@ func (c *config) retry(ctx context.Context, fn func(context.Context) error, err 
 		}
 		// The checks that make Do give up at once, cheapest to undo first:
 		// time (nothing spent), then the budget (a withdrawal).
-		now := time.Now()
+		if attempt > 1 {
+			now = time.Now()
+		}
 		resume := now.Add(wait)
 		if c.maxElapsed > 0 && resume.Sub(began) > c.maxElapsed {
 			return &Error{Reason: ErrOutOfTime, Attempts: attempt, Wait: wait, Last: err}
