@@ -17,7 +17,8 @@ const (
 
 // Option configures a Policy, or one Do. Of two options setting the same
 // thing, the last one given wins; the settings are checked once all options
-// are applied.
+// are applied. An Option is immutable: build it once and share it, across
+// goroutines too.
 type Option interface {
 	// setting returns what the option sets. Options are data that build
 	// applies to a config on its own stack: a config passed to an
