@@ -20,7 +20,7 @@
 //
 // Unlike Finagle's, the events are counted in ten buckets of ttl/10 with
 // running totals (package internal/window), so that every call does a fixed
-// amount of work under a short lock and a budget takes 256 bytes whatever
+// amount of work under a short lock and a budget takes 384 bytes whatever
 // the traffic. The price is the bucket edge: an event stops counting at the
 // start of its bucket plus ttl, which is between 0.9·ttl and ttl after it
 // was made, never later. With ttl 10s, a deposit made 0.5s after the
