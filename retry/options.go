@@ -114,7 +114,9 @@ type Event struct {
 // WithOnRetry sets a hook called, in Do's goroutine, after a retry is
 // decided (classifier, attempts, time and budget all allow it) and before
 // its wait: for logs and metrics, and for releasing what the discarded
-// attempt holds (an HTTP response's body). nil means none.
+// attempt holds (an HTTP response's body). Its time counts towards the wait,
+// so a hook that takes less than the wait does not delay the retry. nil
+// means none.
 func WithOnRetry(f func(Event)) Option { return &setting{kind: setOnRetry, onRetry: f} }
 
 // WithJitterSeed makes the jitter deterministic, for tests: the waits of

@@ -143,10 +143,12 @@ func (c *config) retry(ctx context.Context, fn func(context.Context) error, err 
 		}
 		if c.onRetry != nil {
 			c.onRetry(Event{Attempt: attempt, Err: err, Wait: wait})
+			// The wait runs from the checks above, so the hook's time counts
+			// towards it: the retry still starts at resume, within the
+			// limits, unless the hook itself runs past it.
+			wait = max(time.Until(resume), 0)
 		}
 		if wait > 0 {
-			// The wait is measured from now, after the hook: a slow hook
-			// delays the retry, never shortens a wait the error asked for.
 			if timer == nil {
 				timer = time.NewTimer(wait)
 			} else {

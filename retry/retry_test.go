@@ -426,6 +426,27 @@ func TestOnRetry(t *testing.T) {
 	})
 }
 
+// The hook's time counts towards the wait: a hook shorter than the wait
+// does not delay the retry, and the retry follows a longer one at once.
+func TestSlowOnRetryHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tc := range []struct{ hook, want time.Duration }{
+			{500 * time.Millisecond, time.Second},
+			{3 * time.Second, 3 * time.Second},
+		} {
+			s := &script{errs: []error{hinted{time.Second}}}
+			err := retry.Do(ctx, s.fn, retry.WithBackoff(0, 0),
+				retry.WithOnRetry(func(retry.Event) { time.Sleep(tc.hook) }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g := s.gaps(); len(g) != 1 || g[0] != tc.want {
+				t.Fatalf("hook taking %v: waited %v, want %v", tc.hook, g, tc.want)
+			}
+		}
+	})
+}
+
 // The back-off doubles from the base up to the max, with full jitter: each
 // wait is in [0, ceiling], and a seed makes the waits repeat.
 func TestBackoffAndJitter(t *testing.T) {
