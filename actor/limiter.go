@@ -2,6 +2,9 @@ package actor
 
 import (
 	"context"
+	"fmt"
+	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
@@ -9,21 +12,24 @@ import (
 )
 
 // Limiter is a rate limiter owned by one goroutine. Callers send requests
-// on its mailbox; the owner decides with its algorithm and answers on each
+// to its inbox; the owner decides with its algorithm and answers on each
 // caller's own reply channel. Waiters are granted in strict FIFO order at
 // their scheduled instants, one timer serving the whole queue; a cancelled
 // waiter leaves the queue wherever it is and, since nothing was consumed
 // before its grant, the waiters behind it are granted as if it had never
 // queued.
 //
-// When nobody waits and the algorithm is a GCRA whose emission interval is a
-// whole number of nanoseconds, TryAcquire, Allow and an Acquire that need not
-// wait decide with one CAS on the GCRA's state word, without a message. The
-// owner closes that fast path, in the same atomic step as the denial that
-// queues the first waiter, so the fast path never passes a waiter.
+// When nobody waits and the algorithm has a lock-free form (GCRA, the token
+// and leaky buckets at every rate of up to 2^30 units per period, the fixed
+// window below 2^41 units), TryAcquire, Allow and an Acquire that need not
+// wait decide with one CAS on the algorithm's state word, without a message
+// and without allocating. While anyone waits, Allow and TryAcquire refuse
+// at once, without a message either, with a RetryAfter the owner publishes.
+// The fast path never passes a request that reached the owner first.
 //
-// A Limiter is safe for concurrent use. Close it when done: it owns a
-// goroutine.
+// An idle Limiter holds its goroutine and about 2 KB (measured in
+// BenchmarkIdleLimiterBytes). A Limiter is safe for concurrent use. Close it
+// when done: it owns a goroutine.
 type Limiter struct {
 	rt       *runtime
 	rate     *ratePolicy
@@ -33,22 +39,36 @@ type Limiter struct {
 }
 
 // New returns a Limiter that owns alg and starts its goroutine. alg must not
-// be used by anything else afterwards. New panics if alg is nil.
+// be used by anything else afterwards. Nil options are ignored. New panics
+// if alg is nil, a programmer's error.
+//
+// The owner goroutine runs under runtime/pprof labels sluice.limiter (the
+// name given with WithName) and sluice.algorithm, so a goroutine profile,
+// and with GODEBUG=tracebacklabels=1 a goroutine dump or a goleak report of
+// a limiter that was never closed, says which one it is.
 func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
 	if alg == nil {
 		panic("actor: New with a nil algorithm")
 	}
 	cfg := defaults()
 	for _, o := range opts {
-		o.apply(&cfg)
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	p := &ratePolicy{alg: alg}
 	p.gated, _ = alg.(algorithms.Gated)
 	p.cloner, _ = alg.(algorithms.Cloner)
 	l := &Limiter{rate: p, gated: p.gated, lockFree: p.gated != nil && p.gated.LockFree(), cap: alg.Capacity()}
-	l.rt = newRuntime(cfg, p)
+	l.rt = newRuntime(cfg, p, pprof.Labels("sluice.limiter", cfg.name, "sluice.algorithm", algorithmName(alg)))
 	p.epoch = l.rt.epoch
 	return l
+}
+
+// algorithmName is alg's type without package path or pointer: "GCRA".
+func algorithmName(alg algorithms.Algorithm) string {
+	name := strings.TrimPrefix(fmt.Sprintf("%T", alg), "*")
+	return strings.TrimPrefix(name, "algorithms.")
 }
 
 // Acquire waits until cost units are granted, in FIFO order, and returns a
@@ -60,22 +80,88 @@ func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
 // permits.ErrClosed once the limiter is closed. It fails at once with a
 // *permits.RateLimitError when the predicted grant is later than ctx's
 // deadline (the error then also matches context.DeadlineExceeded), later
-// than WithMaxWait allows, or the queue is full (WithMaxQueue). If ctx ends
-// while it waits, it leaves the queue and returns ctx.Err(); if the grant
-// and the cancellation race and the grant wins, it returns the permit and
-// a nil error.
+// than WithMaxWait allows, or the queue is full (WithMaxQueue). When the
+// algorithm cannot predict (it does not implement algorithms.Cloner), the
+// wait of the head of the queue is the prediction, and a waiter whose
+// WithMaxWait runs out while queued fails then. If ctx ends while it waits,
+// it leaves the queue and returns ctx.Err(); if the grant and the
+// cancellation race and the grant wins, it returns the permit and a nil
+// error.
 func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
-	g, err := l.AcquireGrant(ctx, cost)
-	return g.Permit, err
+	if err := ctx.Err(); err != nil {
+		return permits.Permit{}, err
+	}
+	if err := l.check(cost); err != nil {
+		return permits.Permit{}, err
+	}
+	now, ok, _, decided := l.fast(cost)
+	if ok {
+		l.rt.granted.add(1)
+		return permits.NewPermit(cost, nil, nil), nil
+	}
+	res := l.rt.roundTrip(ctx, l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false), l.prompt(ctx))
+	return l.result(ctx, res, cost)
+}
+
+// AcquireGrant is Acquire, returning with the permit what Refund needs: the
+// instant of the grant, whether it waited, and the algorithm's record of it.
+// It allocates nothing.
+func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return permits.Grant{}, err
+	}
+	if err := l.check(cost); err != nil {
+		return permits.Grant{}, err
+	}
+	d, now, decided := l.fastGrant(cost)
+	if d.Allowed {
+		l.rt.granted.add(1)
+		return l.newGrant(cost, now, false, d.Receipt), nil
+	}
+	res := l.rt.roundTrip(ctx, l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true), l.prompt(ctx))
+	return l.grant(ctx, res, cost)
 }
 
 // TryAcquire returns a permit for cost units if they are available now and
 // nobody is waiting; it never waits. A refusal is a *permits.RateLimitError
-// whose RetryAfter is exact when nobody waits (the algorithm's RetryAt) and
-// the predicted wait behind the queue otherwise.
+// whose RetryAfter is exact when nobody waits (the algorithm's RetryAt) and,
+// while others wait, the time until the owner's prediction for a newcomer
+// (at least the head's wait), given without asking the owner.
 func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
-	g, err := l.TryAcquireGrant(cost)
-	return g.Permit, err
+	if err := l.check(cost); err != nil {
+		return permits.Permit{}, err
+	}
+	if _, ok, wait, decided := l.fast(cost); decided {
+		l.count(ok)
+		if ok {
+			return permits.NewPermit(cost, nil, nil), nil
+		}
+		return permits.Permit{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
+	}
+	if wait, behind := l.behind(); behind {
+		return permits.Permit{}, &permits.RateLimitError{RetryAfter: wait}
+	}
+	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.stamp(), false), true)
+	return l.result(context.Background(), res, cost)
+}
+
+// TryAcquireGrant is TryAcquire, returning the permit as a Grant for Refund.
+func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
+	if err := l.check(cost); err != nil {
+		return permits.Grant{}, err
+	}
+	if d, now, decided := l.fastGrant(cost); decided {
+		l.count(d.Allowed)
+		if d.Allowed {
+			return l.newGrant(cost, now, false, d.Receipt), nil
+		}
+		return permits.Grant{}, &permits.RateLimitError{RetryAfter: max(d.RetryAt.Sub(now), 1)}
+	}
+	if wait, behind := l.behind(); behind {
+		return permits.Grant{}, &permits.RateLimitError{RetryAfter: wait}
+	}
+	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.stamp(), true), true)
+	return l.grant(context.Background(), res, cost)
 }
 
 // Wait is Acquire(ctx, 1), for callers that need no permit.
@@ -86,7 +172,8 @@ func (l *Limiter) Wait(ctx context.Context) error {
 
 // Allow reports whether TryAcquire(1) would have succeeded, and takes the
 // unit if so. Unlike TryAcquire it builds no error for a refusal, so it
-// allocates nothing either way.
+// allocates nothing either way, and while anyone waits it answers false
+// without asking the owner.
 func (l *Limiter) Allow() bool {
 	if l.rt.closed.Load() {
 		return false
@@ -95,19 +182,59 @@ func (l *Limiter) Allow() bool {
 		l.count(ok)
 		return ok
 	}
-	return l.rt.roundTrip(context.Background(), opTry, 1).status == stGranted
+	if _, behind := l.behind(); behind {
+		return false
+	}
+	return l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, 1, l.rt.stamp(), false), true).status == stGranted
 }
 
-// fast decides on GCRA's lock-free path. decided is false, and the clock
-// not read, when the caller must ask the owner instead: the algorithm has
-// no lock-free form, or there are waiters (busy), so the gate is closed.
+// fast decides on the algorithm's lock-free path. decided is false, and the
+// clock not read, when the caller must ask the owner instead: the algorithm
+// has no lock-free form, or the owner holds requests or waiters.
 func (l *Limiter) fast(cost int64) (now time.Time, ok bool, wait time.Duration, decided bool) {
-	if !l.lockFree || l.rt.busy.Load() {
+	if !l.lockFree || !l.rt.idle() {
 		return time.Time{}, false, 0, false
 	}
 	now = l.rt.cfg.clock.Now()
 	ok, wait, decided = l.gated.TryAdmitAt(now, cost)
 	return now, ok, wait, decided
+}
+
+// fastGrant is fast with the whole decision, whose Receipt a Grant needs.
+func (l *Limiter) fastGrant(cost int64) (d algorithms.Decision, now time.Time, decided bool) {
+	if !l.lockFree || !l.rt.idle() {
+		return algorithms.Decision{}, time.Time{}, false
+	}
+	now = l.rt.cfg.clock.Now()
+	d, decided = l.gated.TryAllowAt(now, cost)
+	return d, now, decided
+}
+
+// behind reports whether waiters are queued, and if so the RetryAfter the
+// owner published for a newcomer.
+func (l *Limiter) behind() (time.Duration, bool) {
+	if l.rt.state.Load() != stWaiting {
+		return 0, false
+	}
+	l.rt.rejected.add(1)
+	return max(time.Duration(l.rt.tail.Load()-l.rt.stamp()), 1), true
+}
+
+// arrival is the caller's arrival stamp: the fast path's clock reading if it
+// read one, else a fresh one.
+func (l *Limiter) arrival(now time.Time, read bool) int64 {
+	if read {
+		return int64(now.Sub(l.rt.epoch))
+	}
+	return l.rt.stamp()
+}
+
+// prompt reports whether an Acquire needs the owner's answer at once (a
+// prediction against its deadline or a bound) rather than at the owner's
+// next wake-up.
+func (l *Limiter) prompt(ctx context.Context) bool {
+	_, hasDL := ctx.Deadline()
+	return hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0
 }
 
 // count records a fast-path decision in the stats.
@@ -130,12 +257,13 @@ func (l *Limiter) Close() error {
 // Stats is a snapshot of a limiter's counters.
 type Stats struct {
 	Granted, Rejected, Canceled uint64 // since New
-	Waiting                     int    // queued now
+	Waiting                     int    // Acquires waiting for their answer now
 }
 
 // Stats returns the counters. Granted counts permits, Rejected refusals by
 // the limit (*permits.RateLimitError), Canceled waiters whose context ended
-// while queued.
+// while queued. Each is updated before the call it counts returns, so that
+// once a caller has its answer the counters include it.
 func (l *Limiter) Stats() Stats { return l.rt.stats() }
 
 func (r *runtime) stats() Stats {
@@ -143,11 +271,18 @@ func (r *runtime) stats() Stats {
 		Granted:  r.granted.load(),
 		Rejected: r.rejected.load(),
 		Canceled: r.canceled.load(),
-		Waiting:  int(r.waiting.Load() + r.lateN.Load()),
+		Waiting:  int(r.waiting.Load()),
 	}
 }
 
-var _ permits.Limiter = (*Limiter)(nil)
+// idle reports whether the owner holds nothing, so that the fast path may
+// decide. The inbox is read before the state (inbox.go).
+func (r *runtime) idle() bool { return r.inbox.Load() == nil && r.state.Load() == stIdle }
+
+var (
+	_ permits.Limiter  = (*Limiter)(nil)
+	_ permits.Refunder = (*Limiter)(nil)
+)
 
 func (l *Limiter) check(cost int64) error { return l.rt.check(cost, l.cap) }
 
@@ -162,4 +297,21 @@ func (l *Limiter) result(ctx context.Context, res result, cost int64) (permits.P
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: res.retry, Cause: context.DeadlineExceeded}
 	}
 	return permits.Permit{}, res.ended(ctx)
+}
+
+func (l *Limiter) grant(ctx context.Context, res result, cost int64) (permits.Grant, error) {
+	if _, err := l.result(ctx, res, cost); err != nil {
+		return permits.Grant{}, err
+	}
+	return l.newGrant(cost, l.rt.epoch.Add(time.Duration(res.at)), res.waited, res.rc), nil
+}
+
+// newGrant makes the Grant of an admission decided for the instant at; its
+// At is the instant the algorithm admitted it at, which is later when the
+// algorithm had already seen a later one.
+func (l *Limiter) newGrant(cost int64, at time.Time, waited bool, rc algorithms.Receipt) permits.Grant {
+	if rc.At.After(at) {
+		at = rc.At
+	}
+	return permits.NewGrant(permits.NewPermit(cost, nil, nil), at, waited, l, rc.Mark, rc.Frac, rc.Seq)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,7 @@ func gcra(t *testing.T, r algorithms.Rate, burst int64) *algorithms.GCRA {
 	return g
 }
 
-func tokenBucket(t *testing.T, capacity int64, r algorithms.Rate) *algorithms.TokenBucket {
+func tokenBucket(t *testing.T, r algorithms.Rate, capacity int64) *algorithms.TokenBucket {
 	t.Helper()
 	b, err := algorithms.NewTokenBucket(r, capacity)
 	require.NoError(t, err)
@@ -54,6 +55,13 @@ func (g *grants) record(id int, err error) {
 	g.at[id] = time.Now()
 }
 
+// granted returns the order of the grants so far.
+func (g *grants) granted() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.order)
+}
+
 // queue starts one Acquire per cost, in order: each has arrived at the owner
 // before the next starts (synctest.Wait), so arrival order is the slice's.
 func queue(t *testing.T, wg *sync.WaitGroup, l *actor.Limiter, g *grants, ctxs []context.Context, costs ...int64) {
@@ -75,7 +83,7 @@ func queue(t *testing.T, wg *sync.WaitGroup, l *actor.Limiter, g *grants, ctxs [
 
 func TestFIFOEvenWhenALaterWaiterAsksForLess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(tokenBucket(t, 10, algorithms.PerSecond(1)))
+		l := actor.New(tokenBucket(t, algorithms.PerSecond(1), 10))
 		defer l.Close()
 		_, err := l.TryAcquire(10) // empty the bucket
 		require.NoError(t, err)
@@ -88,7 +96,7 @@ func TestFIFOEvenWhenALaterWaiterAsksForLess(t *testing.T) {
 		// One token is back after 1s; the small waiters must not pass the head.
 		time.Sleep(time.Second)
 		synctest.Wait()
-		assert.Empty(t, g.order)
+		assert.Empty(t, g.granted())
 		_, err = l.TryAcquire(1)
 		assert.ErrorIs(t, err, permits.ErrRateLimited, "TryAcquire must fail while anyone waits")
 
@@ -282,7 +290,7 @@ func TestTryAcquireCarriesExactRetryAfter(t *testing.T) {
 	for name, alg := range map[string]func(t *testing.T) algorithms.Algorithm{
 		"gcra whole ns (fast path)":    func(t *testing.T) algorithms.Algorithm { return gcra(t, algorithms.PerSecond(10), 2) },
 		"gcra 3/s (through the owner)": func(t *testing.T) algorithms.Algorithm { return gcra(t, algorithms.PerSecond(3), 2) },
-		"token bucket":                 func(t *testing.T) algorithms.Algorithm { return tokenBucket(t, 2, algorithms.PerSecond(3)) },
+		"token bucket":                 func(t *testing.T) algorithms.Algorithm { return tokenBucket(t, algorithms.PerSecond(3), 2) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -458,33 +466,23 @@ func TestFastPathAllocatesNothing(t *testing.T) {
 	assert.Equal(t, uint64(1001), st.Rejected, "refusals are counted (AllocsPerRun runs once more to warm up)")
 }
 
-// countingClock counts the owner's and the fast path's clock reads.
-type countingClock struct{ reads atomic.Int64 }
-
-func (c *countingClock) Now() time.Time {
-	c.reads.Add(1)
-	return time.Now()
-}
-func (c *countingClock) NewTimer(d time.Duration) actor.Timer { return lateClock{}.NewTimer(d) }
-
 func TestArrivalsJoinABusyQueueWithoutWakingTheOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := &countingClock{}
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
+		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		t0 := time.Now()
 		require.True(t, l.Allow())
 		head, g := newGrants(), newGrants()
 		var wg sync.WaitGroup
 		queue(t, &wg, l, head, nil, 1) // the head: queued, the owner's timer armed
-		before := clock.reads.Load()
+		before := actor.Wakes(l)
 
 		costs := make([]int64, 10)
 		for i := range costs {
 			costs[i] = 1
 		}
 		queue(t, &wg, l, g, nil, costs...)
-		assert.Equal(t, before, clock.reads.Load(), "ten arrivals, and the owner never woke (it reads the clock once per wake-up)")
+		assert.Equal(t, before, actor.Wakes(l), "ten arrivals, and the owner never woke")
 		assert.Equal(t, 11, l.Stats().Waiting, "they count as waiting")
 
 		wg.Wait()

@@ -6,14 +6,14 @@ import "time"
 type Option interface{ apply(*config) }
 
 type config struct {
+	name     string
 	clock    Clock
 	maxWait  time.Duration // < 0: no limit
 	maxQueue int           // <= 0: no limit
-	mailbox  int
 }
 
 func defaults() config {
-	return config{clock: systemClock{}, maxWait: -1, mailbox: 256}
+	return config{name: "unnamed", clock: systemClock{}, maxWait: -1}
 }
 
 type optionFunc func(*config)
@@ -45,9 +45,9 @@ func WithClock(clock Clock) Option {
 	})
 }
 
-// WithMailbox sets how many requests may wait in the owner's mailbox before
-// senders block (default 256). Larger batches amortise wake-ups under
-// heavy contention; n < 1 means 1.
-func WithMailbox(n int) Option {
-	return optionFunc(func(c *config) { c.mailbox = max(n, 1) })
+// WithName names the limiter: its owner goroutine runs under the pprof
+// label sluice.limiter=name, so that a goroutine dump of a limiter that was
+// never closed says which one it is. The default name is "unnamed".
+func WithName(name string) Option {
+	return optionFunc(func(c *config) { c.name = name })
 }

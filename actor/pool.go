@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 
@@ -58,11 +59,13 @@ func NewPool(size int64, opts ...PoolOption) (*Pool, error) {
 	}
 	cfg := defaults()
 	for _, o := range opts {
-		o.applyPool(&cfg)
+		if o != nil {
+			o.applyPool(&cfg)
+		}
 	}
 	p := &Pool{pol: &poolPolicy{size: size}}
 	p.tokens.New = func() any { return new(permits.Token) }
-	p.rt = newRuntime(cfg, p.pol)
+	p.rt = newRuntime(cfg, p.pol, pprof.Labels("sluice.pool", cfg.name))
 	return p, nil
 }
 
@@ -80,10 +83,10 @@ func WithPoolMaxQueue(n int) PoolOption {
 	return poolOptionFunc(func(c *config) { c.maxQueue = n })
 }
 
-// WithPoolMailbox sets how many requests may wait in the owner's mailbox
-// before senders block (default 256); n < 1 means 1.
-func WithPoolMailbox(n int) PoolOption {
-	return poolOptionFunc(func(c *config) { c.mailbox = max(n, 1) })
+// WithPoolName names the pool: its owner goroutine runs under the pprof
+// label sluice.pool=name (see WithName). The default name is "unnamed".
+func WithPoolName(name string) PoolOption {
+	return poolOptionFunc(func(c *config) { c.name = name })
 }
 
 // errPoolBusy is the refusal of a TryAcquire that found the pool full or
@@ -112,11 +115,14 @@ func (p *Pool) Acquire(ctx context.Context, cost int64) (permits.Permit, error) 
 	if err := p.check(cost); err != nil {
 		return permits.Permit{}, err
 	}
-	if ok, _ := p.pol.take(cost); ok {
-		p.rt.granted.add(1)
-		return p.permit(cost), nil
+	if p.rt.idle() {
+		if ok, _ := p.pol.take(cost); ok {
+			p.rt.granted.add(1)
+			return p.permit(cost), nil
+		}
 	}
-	return p.result(ctx, p.rt.roundTrip(ctx, opAcquire, cost), cost)
+	c := p.rt.newCallFor(ctx, opAcquire, cost, p.rt.stamp(), false)
+	return p.result(ctx, p.rt.roundTrip(ctx, c, true), cost)
 }
 
 // TryAcquire returns a permit for cost units if they are free now and
@@ -127,17 +133,24 @@ func (p *Pool) TryAcquire(cost int64) (permits.Permit, error) {
 	if err := p.check(cost); err != nil {
 		return permits.Permit{}, err
 	}
-	ok, open := p.pol.take(cost)
-	switch {
-	case ok:
-		p.rt.granted.add(1)
-		return p.permit(cost), nil
-	case open:
-		// Nobody waits and it does not fit: no need to ask the owner.
-		p.rt.rejected.add(1)
+	if p.rt.idle() {
+		ok, open := p.pol.take(cost)
+		switch {
+		case ok:
+			p.rt.granted.add(1)
+			return p.permit(cost), nil
+		case open:
+			// Nobody waits and it does not fit: no need to ask the owner.
+			p.rt.rejected.add(1)
+			return permits.Permit{}, errPoolBusy
+		}
+	}
+	if p.rt.state.Load() == stWaiting {
+		p.rt.rejected.add(1) // others wait first
 		return permits.Permit{}, errPoolBusy
 	}
-	return p.result(context.Background(), p.rt.roundTrip(context.Background(), opTry, cost), cost)
+	c := p.rt.newCallFor(context.Background(), opTry, cost, p.rt.stamp(), false)
+	return p.result(context.Background(), p.rt.roundTrip(context.Background(), c, true), cost)
 }
 
 // ReleasePermit gives a permit's units back. It is what Permit.Release
@@ -151,8 +164,8 @@ func (p *Pool) ReleasePermit(pm permits.Permit) {
 	}
 	if w&poolGate != 0 {
 		// Someone waits: wake the owner to grant the head. The units are
-		// already back; the message carries nothing but the wake-up.
-		p.rt.post(request{op: opRelease, cost: pm.Cost()})
+		// already back; the wake-up carries nothing.
+		p.rt.kick()
 	}
 	if t := pm.Token(); t != nil {
 		p.tokens.Put(t)
@@ -274,13 +287,16 @@ func (q *poolPolicy) admit(_, cost int64, wait bool) (bool, int64) {
 func (q *poolPolicy) decide(_, cost int64) (bool, int64) { return q.admit(0, cost, false) }
 
 // predict cannot tell: capacity comes back when holders release it.
-func (q *poolPolicy) predict(*scheduler.Queue[*call], int64, int64, bool) (int64, bool) {
+func (q *poolPolicy) predict(*scheduler.Queue[*call], int64, int64, int64, bool) (int64, bool) {
 	return 0, false
 }
 
-func (q *poolPolicy) queued(int64, int64) {}
-func (q *poolPolicy) dropped()            {}
-func (q *poolPolicy) removed()            {}
+func (q *poolPolicy) queued(int64, int64)         {}
+func (q *poolPolicy) dropped()                    {}
+func (q *poolPolicy) removed()                    {}
+func (q *poolPolicy) tail() (int64, bool)         { return 0, false }
+func (q *poolPolicy) receipt() algorithms.Receipt { return algorithms.Receipt{} }
+func (q *poolPolicy) admitted(at int64) int64     { return at }
 
 // idle reopens the fast path: nobody waits.
 func (q *poolPolicy) idle() {
@@ -291,8 +307,3 @@ func (q *poolPolicy) idle() {
 		}
 	}
 }
-
-// release is the wake-up of a Release made while the gate was closed; the
-// units are already back in the word, and the loop's schedule, which runs
-// after every batch, grants whoever they let in.
-func (q *poolPolicy) release(int64) {}

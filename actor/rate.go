@@ -24,6 +24,8 @@ type ratePolicy struct {
 	shadowOK   bool
 	shadowLast int64 // scheduled instant of the last waiter in the shadow
 	applied    bool  // the last prediction already admitted it in the shadow
+
+	last algorithms.Receipt // of the latest admission on the real state
 }
 
 func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }
@@ -45,28 +47,41 @@ func (p *ratePolicy) admit(now, cost int64, wait bool) (bool, int64) {
 		d = p.alg.AllowAt(p.t(now), cost)
 	}
 	if d.Allowed {
+		p.last = d.Receipt
 		return true, 0
 	}
 	return false, max(p.ns(d.RetryAt), now+1)
 }
 
 func (p *ratePolicy) decide(at, cost int64) (bool, int64) {
-	return decideOn(p.alg, p.t(at), cost, p)
+	d := p.alg.AllowAt(p.t(at), cost)
+	if d.Allowed {
+		p.last = d.Receipt
+		return true, 0
+	}
+	return false, p.ns(d.RetryAt)
 }
 
-func decideOn(a algorithms.Algorithm, at time.Time, cost int64, p *ratePolicy) (bool, int64) {
-	d := a.AllowAt(at, cost)
+func (p *ratePolicy) receipt() algorithms.Receipt { return p.last }
+
+// admitted is the instant of the last admission on the timeline: at, or the
+// later instant the algorithm counted it at when it had seen one.
+func (p *ratePolicy) admitted(at int64) int64 {
+	if p.last.IsZero() {
+		return at
+	}
+	return max(at, p.ns(p.last.At))
+}
+
+func (p *ratePolicy) shadowDecide(at, cost int64) (bool, int64) {
+	d := p.shadow.AllowAt(p.t(at), cost)
 	if d.Allowed {
 		return true, 0
 	}
 	return false, p.ns(d.RetryAt)
 }
 
-func (p *ratePolicy) shadowDecide(at, cost int64) (bool, int64) {
-	return decideOn(p.shadow, p.t(at), cost, p)
-}
-
-func (p *ratePolicy) predict(q *scheduler.Queue[*call], now, cost int64, need bool) (int64, bool) {
+func (p *ratePolicy) predict(q *scheduler.Queue[*call], now, arrival, cost int64, need bool) (int64, bool) {
 	if !p.shadowOK {
 		if !need || p.cloner == nil {
 			return 0, false
@@ -76,7 +91,7 @@ func (p *ratePolicy) predict(q *scheduler.Queue[*call], now, cost int64, need bo
 	// Decide once at the scheduled instant. A denial leaves the shadow as it
 	// was and its retry instant is the exact prediction; an admission has
 	// already taken the capacity, which queued keeps and dropped undoes.
-	at := scheduler.Scheduled(p.shadowLast, now)
+	at := scheduler.Scheduled(p.shadowLast, arrival)
 	ok, retry := p.shadowDecide(at, cost)
 	p.applied = ok
 	if ok {
@@ -105,10 +120,12 @@ func (p *ratePolicy) dropped() {
 	p.applied = false
 }
 
+func (p *ratePolicy) tail() (int64, bool) { return p.shadowLast, p.shadowOK }
+
 func (p *ratePolicy) removed() { p.shadowOK = false }
 
 func (p *ratePolicy) idle() {
-	p.shadowOK, p.shadow = false, nil
+	p.shadowOK, p.shadow, p.last = false, nil, algorithms.Receipt{}
 	if p.gated != nil {
 		p.gated.OpenGate()
 	}
@@ -131,4 +148,11 @@ func (p *ratePolicy) rebuild(q *scheduler.Queue[*call], now int64) {
 		p.shadowLast = at
 	}
 	p.shadowOK = true
+}
+
+// refund applies a refund on the owner, at now: the algorithm gives back
+// what is left of the admission rc records.
+func (p *ratePolicy) refund(now int64, rc algorithms.Receipt) bool {
+	r, ok := p.alg.(algorithms.Refunder)
+	return ok && r.RefundAt(p.t(now), rc)
 }

@@ -24,7 +24,7 @@ var refundable = map[string]func(t *testing.T) algorithms.Algorithm{
 	"gcra 3/s": func(t *testing.T) algorithms.Algorithm {
 		return gcra(t, algorithms.PerSecond(3), 5)
 	},
-	"token bucket": func(t *testing.T) algorithms.Algorithm { return tokenBucket(t, 5, algorithms.PerSecond(10)) },
+	"token bucket": func(t *testing.T) algorithms.Algorithm { return tokenBucket(t, algorithms.PerSecond(10), 5) },
 	"leaky bucket": func(t *testing.T) algorithms.Algorithm {
 		b, err := algorithms.NewLeakyBucket(algorithms.PerSecond(10), 5)
 		require.NoError(t, err)
@@ -76,12 +76,13 @@ func TestRefundRightAfterAdmissionIsAsIfNeverAdmitted(t *testing.T) {
 				b := a.(algorithms.Cloner).Clone() // never admits the refunded cost
 				now = now.Add(time.Duration(rng.IntN(100)) * time.Millisecond)
 				cost := 1 + rng.Int64N(a.Capacity())
-				if !a.AllowAt(now, cost).Allowed {
+				d := a.AllowAt(now, cost)
+				if !d.Allowed {
 					continue
 				}
 				b.AllowAt(now, 0) // both have seen the instant
 				later := now.Add(time.Duration(rng.IntN(3)) * time.Duration(rng.IntN(300)) * time.Millisecond)
-				a.(algorithms.Refunder).RefundAt(later, now, cost)
+				a.(algorithms.Refunder).RefundAt(later, d.Receipt)
 				b.AllowAt(later, 0)
 				sameDecisions(t, rng, a, b, later, fmt.Sprintf("seed %d", seed))
 			}
@@ -92,26 +93,31 @@ func TestRefundRightAfterAdmissionIsAsIfNeverAdmitted(t *testing.T) {
 func TestGCRARefundNeverBanksIdleTime(t *testing.T) {
 	g := gcra(t, algorithms.PerSecond(10), 2) // 100ms per unit, burst 2
 	t0 := time.Unix(1_000_000, 0)
-	require.True(t, g.AllowAt(t0, 2).Allowed) // TAT t0+200ms
+	d := g.AllowAt(t0, 2) // TAT t0+200ms
+	require.True(t, d.Allowed)
 	// At +150ms the TAT is +200ms: giving back 2 units (200ms) would bring
 	// it to t0, before now; it stops at now, so only the burst passes.
-	g.RefundAt(t0.Add(150*time.Millisecond), t0, 2)
+	g.RefundAt(t0.Add(150*time.Millisecond), d.Receipt)
 	assert.True(t, g.AllowAt(t0.Add(150*time.Millisecond), 2).Allowed)
 	assert.False(t, g.AllowAt(t0.Add(150*time.Millisecond), 1).Allowed, "no more than the burst at once")
 }
 
 func TestBucketsRefundWithinBounds(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
-	tb := tokenBucket(t, 5, algorithms.PerSecond(1))
-	require.True(t, tb.AllowAt(t0, 1).Allowed)
-	tb.RefundAt(t0, t0, 3) // more than was taken: capped at capacity
+	tb := tokenBucket(t, algorithms.PerSecond(1), 5)
+	d := tb.AllowAt(t0, 1)
+	require.True(t, d.Allowed)
+	tb.RefundAt(t0, d.Receipt)
+	tb.RefundAt(t0, d.Receipt) // twice: nothing more, the bucket stays at capacity
 	assert.True(t, tb.AllowAt(t0, 5).Allowed)
 	assert.False(t, tb.AllowAt(t0, 1).Allowed)
 
 	lb, err := algorithms.NewLeakyBucket(algorithms.PerSecond(1), 5)
 	require.NoError(t, err)
-	require.True(t, lb.AllowAt(t0, 1).Allowed)
-	lb.RefundAt(t0, t0, 3) // floored at empty
+	d = lb.AllowAt(t0, 1)
+	require.True(t, d.Allowed)
+	lb.RefundAt(t0, d.Receipt)
+	lb.RefundAt(t0, d.Receipt) // twice: nothing more, the bucket stays empty
 	assert.True(t, lb.AllowAt(t0, 5).Allowed)
 	assert.False(t, lb.AllowAt(t0, 1).Allowed)
 }
@@ -122,11 +128,12 @@ func TestSlidingWindowRefundIsExactDespiteLaterAdmissions(t *testing.T) {
 	require.NoError(t, err)
 	ref, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: 5, Per: time.Second})
 	require.NoError(t, err)
-	require.True(t, w.AllowAt(t0, 3).Allowed)                           // refunded below
+	d := w.AllowAt(t0, 3) // refunded below
+	require.True(t, d.Allowed)
 	require.True(t, w.AllowAt(t0.Add(400*time.Millisecond), 2).Allowed) // stays
 	ref.AllowAt(t0, 0)
 	require.True(t, ref.AllowAt(t0.Add(400*time.Millisecond), 2).Allowed)
-	w.RefundAt(t0.Add(500*time.Millisecond), t0, 3)
+	w.RefundAt(t0.Add(500*time.Millisecond), d.Receipt)
 	ref.AllowAt(t0.Add(500*time.Millisecond), 0)
 	// Only the event at +400ms counts now: 3 more fit, until it leaves at
 	// +1.4s.
@@ -137,12 +144,15 @@ func TestFixedWindowRefundsOnlyItsOwnWindow(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0) // a window boundary for 1s windows
 	w, err := algorithms.NewFixedWindow(algorithms.Rate{Count: 5, Per: time.Second})
 	require.NoError(t, err)
-	require.True(t, w.AllowAt(t0.Add(900*time.Millisecond), 5).Allowed)
-	w.RefundAt(t0.Add(950*time.Millisecond), t0.Add(900*time.Millisecond), 2)
-	assert.True(t, w.AllowAt(t0.Add(960*time.Millisecond), 2).Allowed, "same window: given back")
+	require.True(t, w.AllowAt(t0.Add(900*time.Millisecond), 3).Allowed)
+	d := w.AllowAt(t0.Add(900*time.Millisecond), 2)
+	require.True(t, d.Allowed)
+	w.RefundAt(t0.Add(950*time.Millisecond), d.Receipt)
+	d = w.AllowAt(t0.Add(960*time.Millisecond), 2)
+	assert.True(t, d.Allowed, "same window: given back")
 
 	require.True(t, w.AllowAt(t0.Add(1100*time.Millisecond), 5).Allowed)
-	w.RefundAt(t0.Add(1200*time.Millisecond), t0.Add(960*time.Millisecond), 2)
+	w.RefundAt(t0.Add(1200*time.Millisecond), d.Receipt)
 	assert.False(t, w.AllowAt(t0.Add(1200*time.Millisecond), 1).Allowed, "a grant of an earlier window gives nothing to this one")
 }
 
@@ -192,7 +202,7 @@ func TestLimiterRefundGivesCapacityBack(t *testing.T) {
 
 func TestLimiterRefundLetsWaitersBehindTheHeadIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(tokenBucket(t, 4, algorithms.PerSecond(1)))
+		l := actor.New(tokenBucket(t, algorithms.PerSecond(1), 4))
 		defer l.Close()
 		t0 := time.Now()
 		g, err := l.TryAcquireGrant(4)
@@ -214,7 +224,7 @@ type noRefund struct{ algorithms.Algorithm }
 
 func TestLimiterRefundReportsWhenItCannot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(noRefund{tokenBucket(t, 2, algorithms.PerSecond(1))})
+		l := actor.New(noRefund{tokenBucket(t, algorithms.PerSecond(1), 2)})
 		g, err := l.AcquireGrant(context.Background(), 2)
 		require.NoError(t, err)
 		assert.False(t, l.Refund(g), "the algorithm cannot")
@@ -222,7 +232,7 @@ func TestLimiterRefundReportsWhenItCannot(t *testing.T) {
 		assert.ErrorIs(t, err, permits.ErrRateLimited, "nothing came back")
 		require.NoError(t, l.Close())
 
-		l2 := actor.New(tokenBucket(t, 2, algorithms.PerSecond(1)))
+		l2 := actor.New(tokenBucket(t, algorithms.PerSecond(1), 2))
 		g, err = l2.AcquireGrant(context.Background(), 2)
 		require.NoError(t, err)
 		require.NoError(t, l2.Close())
@@ -247,7 +257,7 @@ func TestGrantAndRefundAllocateNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 
-	tb := actor.New(tokenBucket(t, 1<<40, algorithms.PerSecond(1_000_000_000))) // through the owner
+	tb := actor.New(tokenBucket(t, algorithms.PerSecond(1_000_000_000), 1<<40)) // through the owner
 	defer tb.Close()
 	allocs = testing.AllocsPerRun(1000, func() {
 		g, err := tb.AcquireGrant(ctx, 1)

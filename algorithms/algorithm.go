@@ -14,14 +14,20 @@ type Decision struct {
 	// instant after this decision.
 	Remaining int64
 	// ResetAt is the instant at which the state is back to full capacity if
-	// nothing else is admitted.
+	// nothing else is admitted. It is never before the instant decided at.
 	ResetAt time.Time
+	// Receipt, when Allowed, records the admission so that the algorithm can
+	// take it back if it goes unused (Refunder). It is the zero Receipt
+	// otherwise.
+	Receipt Receipt
 }
 
 // Algorithm decides whether cost units may pass at an instant. The instant is
 // an argument: algorithms never read a clock, start goroutines or block. An
 // instant earlier than the latest one an algorithm has seen counts as that
-// latest one (no time has passed).
+// latest one (no time has passed). No instant, however far in the past or
+// the future, stops an algorithm from telling later instants apart, and no
+// decision names a RetryAt or ResetAt before the instant it was made at.
 //
 // Implementations in this package are not safe for concurrent use unless
 // their documentation says otherwise: a limiter owns one and serialises the
@@ -42,9 +48,11 @@ type Cloner interface {
 	Clone() Algorithm
 }
 
-// Gated is implemented by algorithms whose whole state is one atomic word, so
-// that goroutines other than the owner may decide without sending it a
-// message: the fast path of a limiter. The gate lives in the same word as the
+// Gated is implemented by algorithms whose whole state can be one atomic
+// word, so that goroutines other than the owner may decide without sending
+// it a message: the fast path of a limiter. GCRA, TokenBucket, LeakyBucket
+// and FixedWindow implement it; LockFree says whether a configuration has
+// the one-word form. The gate lives in the same word as the
 // state; the owner closes it, in the same atomic step as a denial, while it
 // has waiters, so that no fast-path caller can pass a waiter that was denied
 // first (FIFO). AllowAt keeps the gate as it is.
@@ -73,3 +81,16 @@ type Gated interface {
 func denyNever(remaining int64, resetAt time.Time) Decision {
 	return Decision{Remaining: remaining, ResetAt: resetAt}
 }
+
+var (
+	_ Gated = (*GCRA)(nil)
+	_ Gated = (*TokenBucket)(nil)
+	_ Gated = (*LeakyBucket)(nil)
+	_ Gated = (*FixedWindow)(nil)
+
+	_ Cloner = (*GCRA)(nil)
+	_ Cloner = (*TokenBucket)(nil)
+	_ Cloner = (*LeakyBucket)(nil)
+	_ Cloner = (*SlidingWindow)(nil)
+	_ Cloner = (*FixedWindow)(nil)
+)

@@ -91,59 +91,114 @@ func TestFixedWindowEpochAlignment(t *testing.T) {
 	}
 }
 
-// FixedWindow reads the wall clock; it works from 1824 to 2116 and clamps
-// instants outside, where time stands still.
-func TestFixedWindowYearRange(t *testing.T) {
+// FixedWindow reads the wall clock and works in any year: windows stay
+// aligned to the epoch outside 1678-2262, where Unix nanoseconds no longer
+// fit an int64, and an instant after 2116 or before 1824 is not clamped
+// into time standing still. Issue 9.
+func TestFixedWindowAnyYear(t *testing.T) {
 	year := func(y int) time.Time { return time.Date(y, time.January, 1, 0, 0, 0, 0, time.UTC) }
-	for _, y := range []int{1825, 1969, 1970, 2026, 2115} {
-		w, _ := algorithms.NewFixedWindow(algorithms.Rate{Count: 2, Per: time.Second})
+	years := []int{1, 1700, 1825, 1969, 1970, 2026, 2115, 2117, 2262, 2263, 3000, 10_000, 1_000_000}
+	for _, y := range years {
+		w, _ := algorithms.NewFixedWindow(algorithms.PerSecond(2))
 		w.AllowAt(year(y), 2)
-		d := w.AllowAt(year(y), 1)
+		d := w.AllowAt(year(y).Add(time.Second/2), 1)
 		if !d.RetryAt.Equal(year(y).Add(time.Second)) {
-			t.Errorf("year %d: RetryAt %v, want a second later", y, d.RetryAt.UTC())
+			t.Errorf("year %d: RetryAt %v, want a second after New Year", y, d.RetryAt.UTC())
 		}
 		if !w.AllowAt(year(y).Add(time.Second), 2).Allowed {
 			t.Errorf("year %d: the next window did not open", y)
 		}
+		// 7ns windows stay aligned to multiples of 7ns since the epoch.
+		w7, _ := algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: 7})
+		at := year(y).Add(3)
+		w7.AllowAt(at, 1)
+		if d := w7.AllowAt(at, 1); d.RetryAt.Sub(at) < 1 || d.RetryAt.Sub(at) > 7 || !w7.AllowAt(d.RetryAt, 1).Allowed {
+			t.Errorf("year %d, 7ns windows: RetryAt %v after the instant", y, d.RetryAt.Sub(at))
+		}
 	}
-	// Past 2116 every instant is the same one: nothing more passes.
-	w, _ := algorithms.NewFixedWindow(algorithms.Rate{Count: 2, Per: time.Second})
-	w.AllowAt(year(2150), 2)
-	if d := w.AllowAt(year(2200), 1); d.Allowed {
-		t.Error("an instant after 2116 opened a new window")
+	// One window through all of them, in order: every year opens a window.
+	w, _ := algorithms.NewFixedWindow(algorithms.PerSecond(2))
+	for _, y := range years {
+		if d := w.AllowAt(year(y), 2); !d.Allowed || !d.ResetAt.Equal(year(y).Add(time.Second)) {
+			t.Errorf("year %d after the earlier ones: %s, want its window open", y, showDecision(d))
+		}
 	}
-	w, _ = algorithms.NewFixedWindow(algorithms.Rate{Count: 2, Per: time.Second})
-	w.AllowAt(year(1700), 2)
-	if d := w.AllowAt(year(1800), 1); d.Allowed {
-		t.Error("an instant before 1824 opened a new window")
-	}
-	if d := w.AllowAt(year(1900), 2); !d.Allowed {
-		t.Error("1900 is in range: its window should be open")
+	// Going back to an earlier year is no time passing: the latest window.
+	if d := w.AllowAt(year(2026), 1); d.Allowed || !d.RetryAt.Equal(year(1_000_000).Add(time.Second)) {
+		t.Errorf("back in 2026 after the year 1,000,000: %s, want the latest window, full", showDecision(d))
 	}
 }
 
-// The other algorithms measure instants from the first one they saw and
-// clamp them about 73 years (2^61 ns) after it.
-func TestInstantsClampAbout73YearsAfterTheFirst(t *testing.T) {
-	const clamp = time.Duration(1 << 61)
+// No instant, however far from the first, freezes an algorithm: one whose
+// first instant is the zero Time (the year 1) decides from 2026 on exactly as
+// one that starts in 2026, on its owner's path and on its lock-free one, and
+// one that lives for centuries keeps telling instants apart. Before issue 9
+// instants were clamped 73 years after the first, where time stood still:
+// denials said RetryAt in the year 74 and TryAdmitAt answered a wait of 1ns
+// for ever.
+func TestFarInstantsDoNotFreeze(t *testing.T) {
 	runConformance(t, func(t *testing.T, r *runner) {
-		if r.family == fixedFamily {
-			return // it uses the wall clock; see TestFixedWindowYearRange
+		for _, first := range []time.Time{{}, t0.AddDate(-500, 0, 0), t0.Add(-time.Duration(1 << 62))} {
+			a, fresh := r.create(3, time.Second), r.create(3, time.Second)
+			a.AllowAt(first, 3)
+			at := t0
+			for i := range 200 {
+				cost := int64(1 + i%3)
+				got, want := a.AllowAt(at, cost), fresh.AllowAt(at, cost)
+				if !sameDecision(got, want) {
+					t.Fatalf("first instant %v, AllowAt(t0%+v, %d) = %s, want %s as if it started at t0", first, at.Sub(t0), cost, showDecision(got), showDecision(want))
+				}
+				if !got.Allowed && got.RetryAt.Before(at) || got.ResetAt.Before(at) {
+					t.Fatalf("first instant %v, AllowAt(t0%+v): %s names an instant before now", first, at.Sub(t0), showDecision(got))
+				}
+				at = at.Add(time.Duration(i%7) * 150 * time.Millisecond)
+			}
+			if g, ok := a.(algorithms.Gated); ok && g.LockFree() {
+				b := r.create(3, time.Second).(algorithms.Gated)
+				b.AllowAt(first, 3)
+				later := t0.Add(time.Hour)
+				for i := range 3 {
+					if ok, wait, open := b.TryAdmitAt(later, 1); !ok || !open {
+						t.Fatalf("first instant %v: TryAdmitAt(t0+1h) unit %d = %v, wait %v, open %v; want admitted", first, i, ok, wait, open)
+					}
+				}
+				if ok, wait, open := b.TryAdmitAt(later, 1); ok || !open || wait <= 0 || wait > time.Second {
+					t.Fatalf("first instant %v: TryAdmitAt(t0+1h) after the limit = %v, wait %v, open %v", first, ok, wait, open)
+				}
+			}
 		}
-		a := r.create(1, time.Minute)
-		a.AllowAt(t0, 1)
-		if d := a.AllowAt(t0.Add(clamp), 1); !d.Allowed {
-			t.Fatalf("at first+2^61ns: %s, want allowed", showDecision(d))
-		}
-		// Later instants read as first+2^61ns: time stands still there.
-		if d := a.AllowAt(t0.Add(clamp+time.Hour), 1); d.Allowed {
-			t.Fatal("an instant past the clamp admitted a second unit")
-		}
-		if d := a.AllowAt(t0.Add(math.MaxInt64), 1); d.Allowed || !d.RetryAt.Equal(t0.Add(clamp+time.Minute)) {
-			t.Fatalf("at the end of time: %s, want denied until first+2^61ns+1m", showDecision(d))
+		// A long life: every few decades the same second admits the limit
+		// and the next unit's RetryAt is exact.
+		a := r.create(3, time.Second)
+		for _, years := range []int{0, 40, 80, 150, 290, 600, 2000} {
+			at := t0.AddDate(years, 0, 0)
+			if r.family == fixedFamily {
+				at = alignedSecond(at)
+			}
+			if got := countAt(a, at); got != 3 {
+				t.Fatalf("t0 + %d years: %d passed, want 3", years, got)
+			}
+			d := a.AllowAt(at, 1)
+			if d.Allowed || d.RetryAt.Sub(at) <= 0 || d.RetryAt.Sub(at) > time.Second {
+				t.Fatalf("t0 + %d years: %s, want a RetryAt within a second", years, showDecision(d))
+			}
+			if !a.AllowAt(d.RetryAt, 1).Allowed {
+				t.Fatalf("t0 + %d years: RetryAt %v is not where one more unit passes", years, d.RetryAt.Sub(at))
+			}
 		}
 	})
 }
+
+// countAt takes single units at one instant until one is refused.
+func countAt(a algorithms.Algorithm, at time.Time) (n int64) {
+	for a.AllowAt(at, 1).Allowed {
+		n++
+	}
+	return n
+}
+
+// alignedSecond returns the start of the second holding t.
+func alignedSecond(t time.Time) time.Time { return t.Add(-time.Duration(t.Nanosecond())) }
 
 // Spans up to 2^60 ns (about 36 years) work to the nanosecond.
 func TestLongestSpans(t *testing.T) {

@@ -1,25 +1,49 @@
 package algorithms
 
-import "time"
+import (
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
 
 // FixedWindow admits at most limit cost units in each window aligned to the
 // Unix epoch ([k·window, (k+1)·window) for whole k), so that processes
-// sharing a limit agree on the boundaries. It keeps two words: the current
-// window's index and its count. A burst at the end of one window and another
-// at the start of the next can pass 2·limit units in a short time: pick
-// SlidingWindow or GCRA when that matters.
+// sharing a limit agree on the boundaries. A burst at the end of one window
+// and another at the start of the next can pass 2·limit units in a short
+// time: pick SlidingWindow or GCRA when that matters.
+//
+// Its state is the current window and the cost admitted in it. For limits
+// below 2^41 that is one atomic word, and FixedWindow implements Gated:
+// TryAllowAt and TryAdmitAt are safe from any goroutine, beside the single
+// owner's AllowAt, AllowOrCloseAt, OpenGate and RefundAt.
 //
 // Unlike the other algorithms it reads the wall-clock part of its instants
-// (UnixNano), since alignment to the epoch is the point; instants before the
-// latest one it saw still count as that one. Not safe for concurrent use.
+// (alignment to the epoch is the point), in any year; instants before the
+// latest one it saw still count as that one.
 type FixedWindow struct {
 	limit  int64
 	window int64
+	cb     uint  // bits of the count in the word
+	word   bool  // the state is one word
+	idxMax int64 // window numbers since the epoch's base stay below it
 
-	started bool
-	last    int64 // latest instant seen, Unix ns
-	index   int64 // window holding last
-	count   int64 // cost admitted in that window
+	ep      atomic.Pointer[fwEpoch]
+	state   atomic.Uint64 // gateBit | generation<<genShift | window<<cb | count
+	refunds atomic.Int64  // refunds made, ever; the owner adds after its CAS
+
+	// The wide form, for limits of 2^41 and more: owner only, no gate.
+	wideIdx, wideCount int64
+
+	book refundBook
+}
+
+// fwEpoch names the base of one generation of the word: window numbers
+// count from it.
+type fwEpoch struct {
+	base time.Time // the start of window 0, aligned to the epoch
+	gen  uint64
+	last atomic.Int64 // latest instant decided (not by TryAdmitAt), ns since base
 }
 
 // NewFixedWindow returns a fixed window admitting limit.Count units in each
@@ -31,68 +55,259 @@ func NewFixedWindow(limit Rate) (*FixedWindow, error) {
 	if err := limit.Validate(); err != nil {
 		return nil, err
 	}
-	return &FixedWindow{limit: limit.Count, window: int64(limit.Per)}, nil
+	w := &FixedWindow{limit: limit.Count, window: int64(limit.Per)}
+	w.cb = uint(bits.Len64(uint64(limit.Count)))
+	if ib := genShift - int(w.cb); ib >= 20 {
+		w.word = true
+		w.idxMax = min(1<<ib-1, (1<<62)/w.window)
+	} else {
+		w.idxMax = (1 << 62) / w.window
+	}
+	return w, nil
 }
 
 // Capacity returns the limit.
 func (w *FixedWindow) Capacity() int64 { return w.limit }
 
-// Clone returns a copy with the same state.
-func (w *FixedWindow) Clone() Algorithm { c := *w; return &c }
+// LockFree reports whether the state is one atomic word (limits below
+// 2^41), so that TryAllowAt and TryAdmitAt decide from any goroutine.
+func (w *FixedWindow) LockFree() bool { return w.word }
 
-// AllowAt decides for cost units at now.
+// Clone returns a copy with the same state; the copy's gate is open.
+func (w *FixedWindow) Clone() Algorithm {
+	c := &FixedWindow{limit: w.limit, window: w.window, cb: w.cb, word: w.word, idxMax: w.idxMax,
+		wideIdx: w.wideIdx, wideCount: w.wideCount, book: w.book.clone()}
+	c.refunds.Store(w.refunds.Load())
+	for {
+		e, s := w.ep.Load(), w.state.Load()
+		if e != nil && w.word && gen(s) != e.gen&3 {
+			runtime.Gosched()
+			continue
+		}
+		if e != nil {
+			copied := &fwEpoch{base: e.base, gen: e.gen}
+			copied.last.Store(e.last.Load())
+			c.ep.Store(copied)
+		}
+		c.state.Store(s &^ gateBit)
+		return c
+	}
+}
+
+// AllowAt decides for cost units at now. Owner only.
 func (w *FixedWindow) AllowAt(now time.Time, cost int64) Decision {
-	n := unixNano(now)
-	if w.started && n < w.last {
-		n = w.last
-	}
-	w.started, w.last = true, n
-	index := floorDiv(n, w.window)
-	count := w.count
-	if index != w.index {
-		count = 0
-	}
-	next := time.Unix(0, (index+1)*w.window)
-	if cost < 1 || cost > w.limit {
-		return denyNever(w.limit-count, w.resetAt(n, count, next))
-	}
-	if cost <= w.limit-count { // count+cost could overflow for limits near MaxInt64
-		w.index, w.count = index, count+cost
-		return Decision{Allowed: true, Remaining: w.limit - count - cost, ResetAt: next}
-	}
-	return Decision{RetryAt: next, Remaining: w.limit - count, ResetAt: next}
+	d, _ := w.decide(now, cost, false, false)
+	return d
 }
 
-func (w *FixedWindow) resetAt(n, count int64, next time.Time) time.Time {
-	if count == 0 {
-		return time.Unix(0, n)
-	}
-	return next
+// TryAllowAt decides for cost units at now while the gate is open. Safe
+// from any goroutine; the gate is always closed when !LockFree().
+func (w *FixedWindow) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
+	return w.decide(now, cost, true, false)
 }
 
-// Instants outside [minUnix, maxUnix] are clamped, keeping window arithmetic
-// inside int64 (years 1824 to 2116).
-const (
-	minUnix = -(1 << 62)
-	maxUnix = 1 << 62
-)
-
-var minTime, maxTime = time.Unix(0, minUnix), time.Unix(0, maxUnix)
-
-func unixNano(t time.Time) int64 {
-	switch {
-	case t.Before(minTime):
-		return minUnix
-	case t.After(maxTime):
-		return maxUnix
-	}
-	return t.UnixNano()
+// AllowOrCloseAt decides like AllowAt and closes the gate on a denial that
+// waiting can cure. Owner only.
+func (w *FixedWindow) AllowOrCloseAt(now time.Time, cost int64) Decision {
+	d, _ := w.decide(now, cost, false, true)
+	return d
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
+// OpenGate reopens the gate. Owner only.
+func (w *FixedWindow) OpenGate() {
+	for w.word {
+		s := w.state.Load()
+		if s&gateBit == 0 || w.state.CompareAndSwap(s, s&^gateBit) {
+			return
+		}
 	}
-	return q
+}
+
+// TryAdmitAt is the lean form of TryAllowAt for a limiter's fast path:
+// whether cost was admitted and, if not, how long after now it would be. It
+// does not record now as the latest instant seen: an instant earlier than
+// one this path saw falls in the same window or an earlier one, which counts
+// as the stored window: never more permissive.
+func (w *FixedWindow) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
+	if !w.word || cost < 1 || cost > w.limit {
+		return false, 0, false
+	}
+	for {
+		_, s, d, loaded := w.load(now, true)
+		if !loaded || s&gateBit != 0 {
+			return false, 0, false
+		}
+		idx, count := w.unpack(s)
+		cur, count := w.current(idx, count, d)
+		if cost > w.limit-count {
+			return false, max(time.Duration((cur+1)*w.window-d), 1), true
+		}
+		if w.state.CompareAndSwap(s, w.pack(s, cur, count+cost)) {
+			return true, 0, true
+		}
+	}
+}
+
+func (w *FixedWindow) unpack(s uint64) (idx, count int64) {
+	if !w.word {
+		return w.wideIdx, w.wideCount
+	}
+	return int64(s & tickMask >> w.cb), int64(s & (1<<w.cb - 1))
+}
+
+func (w *FixedWindow) pack(s uint64, idx, count int64) uint64 {
+	return s&(gateBit|genMask) | uint64(idx)<<w.cb | uint64(count)
+}
+
+// store publishes a new window and count (and gate), with a CAS in the word
+// form; the wide form is the owner's alone.
+func (w *FixedWindow) store(s uint64, idx, count int64, gate bool) bool {
+	if !w.word {
+		w.wideIdx, w.wideCount = idx, count
+		return true
+	}
+	n := w.pack(s, idx, count)
+	if gate {
+		n |= gateBit
+	}
+	return n == s || w.state.CompareAndSwap(s, n)
+}
+
+// current returns the window instant d (ns since the base) falls in, and
+// the count that applies there: the stored count in the stored window (or
+// an earlier instant), none in a later window.
+func (w *FixedWindow) current(idx, count, d int64) (int64, int64) {
+	if d < (idx+1)*w.window {
+		return idx, count
+	}
+	return d / w.window, 0
+}
+
+// load returns a consistent epoch and word, and at in ns since the base
+// (not before the latest instant recorded), rebasing when at lies beyond
+// the windows the word can number. With fast set it gives up (ok false)
+// rather than wait for a rebase another goroutine is publishing.
+func (w *FixedWindow) load(at time.Time, fast bool) (e *fwEpoch, s uint64, d int64, ok bool) {
+	for {
+		e = w.ep.Load()
+		if e == nil {
+			w.ep.CompareAndSwap(nil, &fwEpoch{base: alignDown(at, w.window)})
+			continue
+		}
+		s = w.state.Load()
+		if w.word && gen(s) != e.gen&3 {
+			if fast {
+				return nil, 0, 0, false
+			}
+			runtime.Gosched()
+			continue
+		}
+		d = max(int64(at.Sub(e.base)), e.last.Load())
+		if d/w.window < w.idxMax {
+			return e, s, d, true
+		}
+		// A window the word cannot number (or at is centuries on): the
+		// stored window is long over, so the new generation starts empty
+		// at at's window.
+		next := &fwEpoch{base: alignDown(at, w.window), gen: e.gen + 1}
+		if !w.word {
+			w.ep.Store(next)
+			w.wideIdx, w.wideCount = 0, 0
+			continue
+		}
+		if w.state.CompareAndSwap(s, s&gateBit|(next.gen&3)<<genShift) {
+			w.ep.Store(next)
+		} else if fast {
+			return nil, 0, 0, false
+		}
+	}
+}
+
+func (w *FixedWindow) decide(at time.Time, cost int64, fast, closeGate bool) (Decision, bool) {
+	if fast && !w.word {
+		return Decision{}, false
+	}
+	for {
+		refunds := w.refunds.Load() // before deciding, as tatCore.decide reads given
+		e, s, d, ok := w.load(at, fast)
+		if !ok || fast && s&gateBit != 0 {
+			return Decision{}, false
+		}
+		idx, count := w.unpack(s)
+		cur, count := w.current(idx, count, d)
+		start := e.base.Add(time.Duration(cur * w.window))
+		next := start.Add(time.Duration(w.window))
+		var dec Decision
+		stored := true
+		switch {
+		case cost < 1 || cost > w.limit:
+			reset := next
+			if count == 0 {
+				reset = e.base.Add(time.Duration(d))
+			}
+			dec = denyNever(w.limit-count, reset)
+		case cost <= w.limit-count: // count+cost could overflow for limits near MaxInt64
+			dec = Decision{Allowed: true, Remaining: w.limit - count - cost, ResetAt: next,
+				Receipt: Receipt{At: e.base.Add(time.Duration(d)), Cost: cost, Mark: start, Frac: count + cost, Seq: refunds}}
+			stored = w.store(s, cur, count+cost, s&gateBit != 0)
+		default:
+			dec = Decision{RetryAt: next, Remaining: w.limit - count, ResetAt: next}
+			if closeGate {
+				stored = w.store(s, idx, count, true)
+			}
+		}
+		if stored {
+			saw(&e.last, d)
+			return dec, true
+		}
+	}
+}
+
+// RefundAt gives the cost of the admission r records back to the current
+// window, if that is the window it was counted in: a grant from an earlier
+// window has nothing to give back, since the count it was in no longer
+// applies. Owner only; safe beside fast-path callers.
+func (w *FixedWindow) RefundAt(now time.Time, r Receipt) bool {
+	if r.Cost < 1 || r.Cost > w.limit || r.Seq > w.refunds.Load() || w.book.spentAlready(r) {
+		return false
+	}
+	for {
+		e, s, d, ok := w.load(now, false)
+		if !ok || w.ep.Load() == nil {
+			return false
+		}
+		idx, count := w.unpack(s)
+		cur, count := w.current(idx, count, d)
+		start := e.base.Add(time.Duration(cur * w.window))
+		if cur != idx || !r.Mark.Equal(start) || count == 0 {
+			return false
+		}
+		if w.store(s, idx, count-min(r.Cost, count), s&gateBit != 0) {
+			w.refunds.Add(1)
+			w.book.record(r, func(mark time.Time) bool { return !mark.Before(start) })
+			return true
+		}
+	}
+}
+
+// alignDown returns the start of the epoch-aligned window of length window
+// that holds t, in any year: t's Unix nanoseconds, which do not fit an int64
+// outside 1678-2262, are taken modulo window in 128 bits.
+func alignDown(t time.Time, window int64) time.Time {
+	sec, nsec := t.Unix(), uint64(t.Nanosecond())
+	var r uint64
+	if sec >= 0 {
+		hi, lo := bits.Mul64(uint64(sec), 1e9)
+		lo, c := bits.Add64(lo, nsec, 0)
+		r = bits.Rem64(hi+c, lo, uint64(window))
+	} else {
+		// t = sec·1e9 + nsec < 0, whose magnitude is (-sec)·1e9 - nsec;
+		// uint64(-sec) is right for sec = MinInt64 too.
+		hi, lo := bits.Mul64(uint64(-sec), 1e9)
+		lo, b := bits.Sub64(lo, nsec, 0)
+		if m := bits.Rem64(hi-b, lo, uint64(window)); m != 0 {
+			r = uint64(window) - m
+		}
+	}
+	return t.Add(-time.Duration(r))
 }

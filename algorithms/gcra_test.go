@@ -133,42 +133,70 @@ func TestGCRAGate(t *testing.T) {
 	}
 }
 
-// TryAllowAt has no lock-free form when the emission interval is not a
-// whole number of nanoseconds: it reports the gate closed and changes
-// nothing, while the owner's calls work as usual.
-func TestGCRATryAllowAtNeedsWholeNanosecondInterval(t *testing.T) {
+// The rates users type (3/s, 30/s, 7/s, 1,140,000 per minute) have a
+// lock-free form, whatever their emission interval in nanoseconds: time is
+// counted in fractions of a nanosecond that make it whole. Only
+// configurations whose fractions do not fit one word (more than 2^30 units
+// per period after reduction, or a burst of more than 2^60 such fractions)
+// keep the wide form: TryAllowAt then reports the gate closed and changes
+// nothing, while the owner's calls work as usual. Issue 9.
+func TestLockFreeAtEveryRateUsersType(t *testing.T) {
 	for _, c := range []struct {
-		rate algorithms.Rate
-		open bool
+		rate  algorithms.Rate
+		burst int64
+		open  bool
 	}{
-		{algorithms.PerSecond(3), false},
-		{algorithms.PerMinute(7), false},
-		{algorithms.Rate{Count: 3, Per: time.Nanosecond}, false},
-		{algorithms.PerSecond(10), true},
-		{algorithms.PerMinute(100), true}, // 600ms
-		{algorithms.Rate{Count: 1000, Per: 500 * time.Millisecond}, true},
-		{algorithms.Rate{Count: 6, Per: 3 * time.Nanosecond}, false}, // half a nanosecond
-		{algorithms.Rate{Count: 3, Per: 6 * time.Nanosecond}, true},  // 2ns
+		{algorithms.PerSecond(3), 2, true},
+		{algorithms.PerSecond(7), 2, true},
+		{algorithms.PerSecond(30), 2, true},
+		{algorithms.PerMinute(1_140_000), 57_000, true},
+		{algorithms.PerMinute(7), 2, true},
+		{algorithms.Rate{Count: 3, Per: time.Nanosecond}, 2, true},
+		{algorithms.Rate{Count: 6, Per: 3 * time.Nanosecond}, 2, true}, // half a nanosecond
+		{algorithms.PerSecond(10), 2, true},
+		{algorithms.PerMinute(100), 2, true},
+		{algorithms.Rate{Count: 1_000_000_007, Per: time.Second}, 2, true},
+		{algorithms.Rate{Count: 1<<31 - 1, Per: time.Second}, 2, false},  // 2^31-1 ticks per ns
+		{algorithms.Rate{Count: 3, Per: 7}, 1 << 58, false},              // 7·2^58 ticks of burst
+		{algorithms.Rate{Count: 1, Per: time.Nanosecond}, 1 << 60, true}, // exactly 2^60 ticks
 	} {
-		g := newGCRA(t, c.rate, 2)
-		d, open := g.TryAllowAt(t0, 1)
-		if open != c.open {
-			t.Errorf("%v: TryAllowAt open = %v, want %v", c.rate, open, c.open)
-			continue
-		}
-		if !open {
-			if d != (algorithms.Decision{}) {
-				t.Errorf("%v: closed TryAllowAt returned %s", c.rate, showDecision(d))
+		for _, a := range newBucketFamily(t, c.rate, c.burst) {
+			g := a.(algorithms.Gated)
+			if g.LockFree() != c.open {
+				t.Errorf("%T(%v, %d): LockFree() = %v, want %v", a, c.rate, c.burst, g.LockFree(), c.open)
 			}
-			// Nothing changed: the owner still has the whole burst.
-			if !g.AllowAt(t0, 2).Allowed {
-				t.Errorf("%v: the refused TryAllowAt consumed something", c.rate)
+			d, open := g.TryAllowAt(t0, 1)
+			if open != c.open {
+				t.Errorf("%T(%v, %d): TryAllowAt open = %v, want %v", a, c.rate, c.burst, open, c.open)
+				continue
 			}
-			if d := g.AllowOrCloseAt(t0, 1); d.Allowed || d.RetryAt.IsZero() {
-				t.Errorf("%v: AllowOrCloseAt when empty: %s", c.rate, showDecision(d))
+			if !open {
+				if d != (algorithms.Decision{}) {
+					t.Errorf("%T(%v): closed TryAllowAt returned %s", a, c.rate, showDecision(d))
+				}
+				if ok, wait, open := g.TryAdmitAt(t0, 1); ok || wait != 0 || open {
+					t.Errorf("%T(%v): TryAdmitAt = %v, %v, %v; want closed", a, c.rate, ok, wait, open)
+				}
+				// Nothing changed: the owner still has the whole burst.
+				if !g.AllowAt(t0, min(c.burst, 2)).Allowed {
+					t.Errorf("%T(%v): the refused TryAllowAt consumed something", a, c.rate)
+				}
 			}
 		}
 	}
+}
+
+// newBucketFamily returns a GCRA, a TokenBucket and a LeakyBucket of one
+// rate and size.
+func newBucketFamily(t testing.TB, rate algorithms.Rate, size int64) []algorithms.Algorithm {
+	t.Helper()
+	g, err1 := algorithms.NewGCRA(rate, size)
+	tb, err2 := algorithms.NewTokenBucket(rate, size)
+	lb, err3 := algorithms.NewLeakyBucket(rate, size)
+	if err1 != nil || err2 != nil || err3 != nil {
+		t.Fatalf("%v, %d: %v %v %v", rate, size, err1, err2, err3)
+	}
+	return []algorithms.Algorithm{g, tb, lb}
 }
 
 // TestGCRATryAllowAtConcurrent hammers the fast paths (TryAllowAt and
@@ -264,7 +292,7 @@ func TestGCRARateAndCapacity(t *testing.T) {
 // TryAdmitAt is TryAllowAt without Remaining and ResetAt: admitted exactly
 // when TryAllowAt would be, and otherwise a wait that ends at TryAllowAt's
 // RetryAt. It refuses (open false) a cost that can never pass, a closed
-// gate, and rates without a lock-free form.
+// gate, and configurations without a lock-free form.
 func TestGCRATryAdmitAt(t *testing.T) {
 	g := newGCRA(t, algorithms.PerSecond(10), 4)
 	twin := g.Clone().(*algorithms.GCRA)
@@ -300,8 +328,8 @@ func TestGCRATryAdmitAt(t *testing.T) {
 	if ok, _, open := g.TryAdmitAt(t0.Add(time.Hour), 4); !ok || !open {
 		t.Error("TryAdmitAt after OpenGate and an hour idle: want the burst admitted")
 	}
-	if _, _, open := newGCRA(t, algorithms.PerSecond(3), 4).TryAdmitAt(t0, 1); open {
-		t.Error("TryAdmitAt at 3/s reported open; it has no lock-free form")
+	if _, _, open := newGCRA(t, algorithms.Rate{Count: 1<<31 - 1, Per: time.Second}, 4).TryAdmitAt(t0, 1); open {
+		t.Error("TryAdmitAt at 2^31-1/s reported open; it has no lock-free form")
 	}
 }
 

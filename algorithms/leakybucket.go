@@ -9,83 +9,71 @@ import "time"
 // empties it, so after any idle spell at most capacity units pass at once.
 //
 // Its admissions are the same as TokenBucket(leak, capacity) and
-// GCRA(leak, capacity); it reports them from the other side (the level
-// rather than the tokens left). The level is exact and drained lazily on
-// each decision: no timers. Not safe for concurrent use.
-type LeakyBucket struct {
-	capacity int64
-	leak     Rate
-	den      int64 // the level is whole + num/den units
-	dec      int64 // one ns drains dec/den units
-	drain    int64 // ns to drain from full
-
-	tl    timeline
-	level fixed // level at instant at
-	at    int64
-}
+// GCRA(leak, capacity); it reports them from the other side: Remaining is
+// the whole units of room left, ResetAt the instant the bucket is empty
+// again. The level is exact and drained lazily on each decision: no timers.
+// Like GCRA it implements Gated, with the same one-word form for the same
+// configurations: TryAllowAt and TryAdmitAt are safe from any goroutine;
+// the other methods are for the single owner.
+type LeakyBucket struct{ c tatCore }
 
 // NewLeakyBucket returns an empty bucket of capacity units leaking at leak.
 // Like every constructor here it takes the rate first, then the size. It
 // fails, matching ErrInvalidConfig, for an invalid rate, a capacity below 1,
 // or a capacity that takes more than about 36 years to drain.
 func NewLeakyBucket(leak Rate, capacity int64) (*LeakyBucket, error) {
-	if err := leak.Validate(); err != nil {
+	a := &LeakyBucket{}
+	if err := a.c.init(leak, capacity, "capacity"); err != nil {
 		return nil, err
 	}
-	if err := positive("capacity", capacity); err != nil {
-		return nil, err
-	}
-	if err := span(leak, capacity, "capacity"); err != nil {
-		return nil, err
-	}
-	count, per := reduce(leak)
-	drain, _ := mulDiv(capacity, per, count)
-	return &LeakyBucket{capacity: capacity, leak: leak, den: per, dec: count, drain: drain.ceil()}, nil
+	return a, nil
 }
 
 // Capacity returns the bucket's size.
-func (b *LeakyBucket) Capacity() int64 { return b.capacity }
+func (b *LeakyBucket) Capacity() int64 { return b.c.burst }
 
-// Clone returns a copy with the same state.
-func (b *LeakyBucket) Clone() Algorithm { c := *b; return &c }
+// Rate returns the leak rate.
+func (b *LeakyBucket) Rate() Rate { return b.c.rate }
 
-// AllowAt decides for cost units at now.
+// Clone returns a copy with the same state; the copy's gate is open.
+func (b *LeakyBucket) Clone() Algorithm {
+	c := &LeakyBucket{}
+	c.c.cloneInto(&b.c)
+	return c
+}
+
+// AllowAt decides for cost units at now. Owner only.
 func (b *LeakyBucket) AllowAt(now time.Time, cost int64) Decision {
-	n := b.tl.at(now)
-	level := b.levelAt(n)
-	room := fixed{b.capacity, 0}.sub(level, b.den)
-	if cost < 1 || cost > b.capacity {
-		return denyNever(room.whole, b.emptyAt(n, level))
-	}
-	need := fixed{cost, 0}
-	if !room.less(need) {
-		full := level.add(need, b.den)
-		b.level, b.at = full, n
-		return Decision{Allowed: true, Remaining: room.sub(need, b.den).whole, ResetAt: b.emptyAt(n, full)}
-	}
-	// Denied: wait until level + cost - capacity has leaked away, counted
-	// from the stored instant as levelAt does; written as cost - (capacity -
-	// level) so that it cannot overflow for capacities near MaxInt64.
-	_, wait := need.sub(fixed{b.capacity, 0}.sub(b.level, b.den), b.den).div(b.den, b.dec)
-	return Decision{RetryAt: b.tl.time(b.at + wait), Remaining: room.whole, ResetAt: b.emptyAt(n, level)}
+	d, _ := b.c.decide(now, cost, false, false)
+	return d
 }
 
-// levelAt returns the level at instant n (ns since origin).
-func (b *LeakyBucket) levelAt(n int64) fixed {
-	elapsed := n - b.at
-	if elapsed >= b.drain {
-		return fixed{}
-	}
-	// elapsed < drain, so out < capacity: it fits, though it may exceed maxSpan.
-	out, _ := mulDivAmount(elapsed, b.dec, b.den)
-	if b.level.less(out) {
-		return fixed{}
-	}
-	return b.level.sub(out, b.den)
+// LockFree reports whether this configuration keeps its state in one
+// atomic word (see GCRA.LockFree).
+func (b *LeakyBucket) LockFree() bool { return b.c.word }
+
+// TryAllowAt decides for cost units at now while the gate is open; safe
+// from any goroutine.
+func (b *LeakyBucket) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
+	return b.c.decide(now, cost, true, false)
 }
 
-// emptyAt is the instant the bucket, holding level at n, is empty again.
-func (b *LeakyBucket) emptyAt(n int64, level fixed) time.Time {
-	_, wait := level.div(b.den, b.dec)
-	return b.tl.time(n + wait)
+// TryAdmitAt is the lean form of TryAllowAt (see GCRA.TryAdmitAt).
+func (b *LeakyBucket) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
+	return b.c.tryAdmit(now, cost)
 }
+
+// AllowOrCloseAt decides like AllowAt and closes the gate on a denial that
+// waiting can cure. Owner only.
+func (b *LeakyBucket) AllowOrCloseAt(now time.Time, cost int64) Decision {
+	d, _ := b.c.decide(now, cost, false, true)
+	return d
+}
+
+// OpenGate reopens the gate. Owner only.
+func (b *LeakyBucket) OpenGate() { b.c.openGate() }
+
+// RefundAt takes out of the bucket the units of the admission r records
+// that the admissions after it have not already had to wait for (see
+// Refunder and GCRA.RefundAt). Owner only.
+func (b *LeakyBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refund(now, r) }

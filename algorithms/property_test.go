@@ -159,11 +159,11 @@ func (h *harness) run(g *timeline, steps int) int {
 	return steps
 }
 
-// fastPath adapts a GCRA's lock-free TryAllowAt to the Algorithm interface,
-// failing the test if the gate is ever reported closed.
+// fastPath adapts a Gated algorithm's lock-free TryAllowAt to the
+// Algorithm interface, failing the test if the gate is ever reported closed.
 type fastPath struct {
 	t testing.TB
-	g *algorithms.GCRA
+	g algorithms.Gated
 }
 
 func (f fastPath) AllowAt(now time.Time, cost int64) algorithms.Decision {
@@ -174,15 +174,38 @@ func (f fastPath) AllowAt(now time.Time, cost int64) algorithms.Decision {
 	return d
 }
 func (f fastPath) Capacity() int64             { return f.g.Capacity() }
-func (f fastPath) Clone() algorithms.Algorithm { return fastPath{f.t, f.g.Clone().(*algorithms.GCRA)} }
+func (f fastPath) Clone() algorithms.Algorithm { return fastPath{f.t, gatedClone(f.g)} }
 func (f fastPath) open(now time.Time, cost int64) bool {
-	_, open := f.g.Clone().(*algorithms.GCRA).TryAllowAt(now, cost)
+	_, open := gatedClone(f.g).TryAllowAt(now, cost)
 	return open
 }
 
-// leanPath checks GCRA.TryAdmitAt against the model. It is called at the
-// latest instant, since TryAdmitAt does not record the instants it sees.
-func leanPath(g *algorithms.GCRA) func(latest, cost int64, want algorithms.Decision) error {
+func gatedClone(g algorithms.Gated) algorithms.Gated {
+	return g.(algorithms.Cloner).Clone().(algorithms.Gated)
+}
+
+// withFastPaths adds to h, when a's configuration has a lock-free form, a
+// clone of a deciding on its TryAllowAt and one checked on its TryAdmitAt.
+func withFastPaths(t testing.TB, h *harness, name string, a algorithms.Gated) {
+	if fast := (fastPath{t, gatedClone(a)}); fast.open(t0, 1) {
+		h.names, h.algs = append(h.names, name+".TryAllowAt"), append(h.algs, fast)
+		lean := leanPath(gatedClone(a))
+		if prev := h.also; prev != nil {
+			h.also = func(latest, cost int64, want algorithms.Decision) error {
+				if err := prev(latest, cost, want); err != nil {
+					return err
+				}
+				return lean(latest, cost, want)
+			}
+		} else {
+			h.also = lean
+		}
+	}
+}
+
+// leanPath checks TryAdmitAt against the model. It is called at the latest
+// instant, since TryAdmitAt does not record the instants it sees.
+func leanPath(g algorithms.Gated) func(latest, cost int64, want algorithms.Decision) error {
 	return func(latest, cost int64, want algorithms.Decision) error {
 		now := instant(latest)
 		ok, wait, open := g.TryAdmitAt(now, cost)
@@ -221,11 +244,10 @@ func TestPropertyBucketFamily(t *testing.T) {
 			ref:   newRefBucket(capacity, rate),
 			probe: true, probeEvery: 5,
 		}
-		// Two more GCRAs decide on the lock-free paths when there are some.
-		if fast := (fastPath{t, g.Clone().(*algorithms.GCRA)}); fast.open(t0, 1) {
-			h.names, h.algs = append(h.names, "GCRA.TryAllowAt"), append(h.algs, fast)
-			h.also = leanPath(g.Clone().(*algorithms.GCRA))
-		}
+		// More of each decide on the lock-free paths when there are some.
+		withFastPaths(t, h, "GCRA", g)
+		withFastPaths(t, h, "TokenBucket", tb)
+		withFastPaths(t, h, "LeakyBucket", lb)
 		interval := gap(rate)
 		decisions += h.run(&timeline{rng: rng, gap: interval, idle: capacity * interval, capacity: capacity}, propertySteps)
 	}
@@ -272,6 +294,7 @@ func TestPropertyFixedWindow(t *testing.T) {
 			ref:   &refFixed{limit: limit, window: int64(window)},
 			probe: true, probeEvery: 5,
 		}
+		withFastPaths(t, h, "FixedWindow", w)
 		// Start anywhere in a window, not only at its beginning.
 		h.run(&timeline{rng: rng, gap: max(1, int64(window)/limit), idle: int64(window), capacity: limit,
 			now: rng.Int64N(int64(window))}, propertySteps)

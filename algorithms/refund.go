@@ -1,27 +1,52 @@
 package algorithms
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
-// Refunder is implemented by algorithms that can take back a cost they
-// admitted and that was never used: a request that took its rate permit and
-// then failed to get the rest of what it needed (permits.All refunds it).
-// Every algorithm in this package implements it. Like AllowAt, RefundAt is
-// for the single owner.
+// Receipt records one admission, so that the algorithm that made it can take
+// it back if it goes unused (Refunder). An allowed Decision carries one. It
+// is a value: keep it as the decision returned it. The zero Receipt refunds
+// nothing.
+type Receipt struct {
+	// At is the instant the cost was admitted at: the instant decided at,
+	// or the latest instant seen if that was earlier.
+	At time.Time
+	// Cost is the admitted cost.
+	Cost int64
+	// Mark, Frac and Seq are the algorithm's own record of where the
+	// admission lies in its state (GCRA: its theoretical arrival time after
+	// the admission; the windows: the event or window that counted it).
+	// RefundAt reads them; a limiter that carries a receipt through code
+	// that does not know this package copies them as they are.
+	Mark time.Time
+	Frac int64
+	Seq  int64
+}
+
+// IsZero reports whether r records no admission.
+func (r Receipt) IsZero() bool { return r.Cost == 0 }
+
+// Refunder is implemented by algorithms that can take back an admission that
+// was never used: a request that took its rate permit and then failed to get
+// the rest of what it needed (permits.All), or a cost settled lower than the
+// estimate. Every algorithm in this package implements it. Like AllowAt,
+// RefundAt is for the single owner.
 //
-// RefundAt gives back cost units admitted at the instant granted, at the
-// instant now. Call it at most once per admission, with the admission's own
-// cost and instant. It never gives back more than the admission took, and
-// when nothing else was admitted between the admission and the refund, the
-// state afterwards decides every later request exactly as if the admission
-// had not happened. When other admissions came in between, what each
-// algorithm gives back is said on its method; only GCRA and the buckets can
-// then be more permissive than never having admitted the refunded cost, and
-// only by moving capacity that the later admissions had already waited for.
+// RefundAt gives back, at now, what is left of the admission r records, and
+// reports whether it gave anything back. The rule every algorithm keeps: a
+// refund never lets the admissions that were not refunded exceed the
+// algorithm's bound over any interval (for GCRA and the buckets, burst +
+// floor(rate·d) over any interval of length d; for the windows, the limit
+// per window). So only what later admissions have not already used comes
+// back: GCRA and the buckets give back the part of the admission's slot in
+// their schedule that is still in the future and that the admissions placed
+// behind it can move into; the sliding window removes the cost from its
+// event, which is exact whatever came after; the fixed window gives it back
+// only while its window lasts. A receipt that was already refunded, or whose
+// admission can no longer give anything back, changes nothing, so a second
+// refund of one receipt is harmless. A receipt made by another algorithm is
+// not detected: a limiter that owns several checks that itself.
 type Refunder interface {
-	RefundAt(now, granted time.Time, cost int64)
+	RefundAt(now time.Time, r Receipt) bool
 }
 
 var (
@@ -32,109 +57,57 @@ var (
 	_ Refunder = (*FixedWindow)(nil)
 )
 
-// RefundAt moves the TAT back by cost emission intervals, but never below
-// now: idle time is not banked by a refund any more than by waiting. A TAT
-// already at or before now has nothing to give back. The grant's instant is
-// not needed. Owner only; safe beside fast-path callers (it publishes with a
-// CAS and keeps the gate as it is).
-func (g *GCRA) RefundAt(now, _ time.Time, cost int64) {
-	o := g.origin.Load()
-	if o == nil || cost < 1 || cost > g.burst {
-		return // nothing was ever admitted, or not this
+// refundBook remembers the receipts already refunded, for as long as they
+// could still give something back, so that a second refund of one is a
+// no-op. Its size follows the refunds still live, not the refunds ever made:
+// the owner prunes it whenever it has doubled since the last prune.
+type refundBook struct {
+	spent map[receiptKey]struct{}
+	kept  int // size after the last prune
+}
+
+type receiptKey struct {
+	sec       int64
+	nsec      int32
+	frac, seq int64
+}
+
+func keyOf(r Receipt) receiptKey {
+	return receiptKey{sec: r.Mark.Unix(), nsec: int32(r.Mark.Nanosecond()), frac: r.Frac, seq: r.Seq}
+}
+
+// spentAlready reports whether r was refunded before.
+func (b *refundBook) spentAlready(r Receipt) bool {
+	_, ok := b.spent[keyOf(r)]
+	return ok
+}
+
+// record remembers r as refunded, first dropping every receipt for which
+// live reports false, when the book has doubled since it was last pruned.
+func (b *refundBook) record(r Receipt, live func(mark time.Time) bool) {
+	if b.spent == nil {
+		b.spent = make(map[receiptKey]struct{})
 	}
-	n := max(clampInstant(now.Sub(*o)), g.last.Load())
-	inc, _ := mulDiv(cost, g.step, g.den)
-	floor := fixed{n, 0}
-	for {
-		w := g.word.Load()
-		gate := w & gateBit
-		tat := fixed{w &^ gateBit, g.num}
-		if !floor.less(tat) {
-			return
-		}
-		back := tat.sub(inc, g.den)
-		if back.less(floor) {
-			back = floor
-		}
-		if g.word.CompareAndSwap(w, back.whole|gate) {
-			if g.den != 1 {
-				g.num = back.num
+	if len(b.spent) >= 2*b.kept+8 {
+		for k := range b.spent {
+			if !live(time.Unix(k.sec, int64(k.nsec))) {
+				delete(b.spent, k)
 			}
-			return
 		}
+		b.kept = len(b.spent)
 	}
+	b.spent[keyOf(r)] = struct{}{}
 }
 
-// RefundAt puts cost tokens back in the bucket, up to its capacity. The
-// grant's instant is not needed.
-func (b *TokenBucket) RefundAt(now, _ time.Time, cost int64) {
-	if !b.tl.started || cost < 1 {
-		return
+// clone returns a copy, so that a cloned algorithm refuses the same second
+// refunds as the original.
+func (b *refundBook) clone() refundBook {
+	if len(b.spent) == 0 {
+		return refundBook{}
 	}
-	n := b.tl.at(now)
-	tokens := b.level(n)
-	room := fixed{b.capacity, 0}.sub(tokens, b.den)
-	if !(fixed{cost, 0}).less(room) {
-		tokens = fixed{b.capacity, 0}
-	} else {
-		tokens = tokens.add(fixed{cost, 0}, b.den)
+	c := refundBook{spent: make(map[receiptKey]struct{}, len(b.spent)), kept: b.kept}
+	for k := range b.spent {
+		c.spent[k] = struct{}{}
 	}
-	b.tokens, b.at = tokens, n
-}
-
-// RefundAt takes cost units out of the bucket, down to empty. The grant's
-// instant is not needed.
-func (b *LeakyBucket) RefundAt(now, _ time.Time, cost int64) {
-	if !b.tl.started || cost < 1 {
-		return
-	}
-	n := b.tl.at(now)
-	level := b.levelAt(n)
-	if !(fixed{cost, 0}).less(level) {
-		level = fixed{}
-	} else {
-		level = level.sub(fixed{cost, 0}, b.den)
-	}
-	b.level, b.at = level, n
-}
-
-// RefundAt removes cost from the event recorded at the grant's instant, so
-// that the window holds exactly what it would hold without the admission:
-// it is exact whatever was admitted since. If that event has already left
-// the window, there is nothing to give back. Should the event not hold the
-// whole cost (an instant that was clamped because time went backwards), the
-// rest is taken from the events before it, which leave the window sooner:
-// a refund errs on the strict side, never the lenient one.
-func (w *SlidingWindow) RefundAt(now, granted time.Time, cost int64) {
-	if !w.tl.started || cost < 1 {
-		return
-	}
-	w.expire(w.tl.at(now))
-	g := clampInstant(granted.Sub(w.tl.origin))
-	// The newest event at or before the grant's instant.
-	k := sort.Search(w.n, func(i int) bool { return w.at(i).at > g }) - 1
-	for left := cost; k >= 0 && left > 0; k-- {
-		prev := w.before
-		if k > 0 {
-			prev = w.at(k - 1).total
-		}
-		take := min(w.at(k).total-prev, left)
-		for i := k; i < w.n; i++ {
-			w.events[(w.head+i)%len(w.events)].total -= take
-		}
-		left -= take
-	}
-}
-
-// RefundAt gives cost back to the current window if the grant was counted
-// in it; a grant from an earlier window has nothing to give back, since the
-// count it was in no longer applies.
-func (w *FixedWindow) RefundAt(now, granted time.Time, cost int64) {
-	if !w.started || cost < 1 {
-		return
-	}
-	if floorDiv(unixNano(granted), w.window) != w.index {
-		return
-	}
-	w.count = max(w.count-cost, 0)
+	return c
 }

@@ -9,9 +9,9 @@ import (
 // length window: a cost is allowed at now when the costs admitted in
 // (now-window, now] plus it do not exceed limit. It is exact, not the
 // weighted two-window estimate, so it keeps one entry per distinct instant
-// at which something was admitted within the last window: memory grows with
-// min(limit, admissions per window), 16 bytes an entry. Entries are
-// dropped as they leave the window. Not safe for concurrent use.
+// at which something was admitted within the last window: memory follows
+// min(limit, admissions per window), 16 bytes an entry, and shrinks again
+// as entries leave the window. Not safe for concurrent use.
 type SlidingWindow struct {
 	limit  int64
 	window int64
@@ -25,9 +25,15 @@ type SlidingWindow struct {
 	head   int
 	n      int
 	before int64 // running total just before the oldest kept event
+	seq    int64 // admissions made, ever: a receipt's identity
+
+	book refundBook
 }
 
 type event struct{ at, total int64 }
+
+// minRing is the smallest ring kept once entries leave.
+const minRing = 8
 
 // NewSlidingWindow returns a window admitting limit.Count units in any
 // window of length limit.Per: NewSlidingWindow(PerMinute(100)) admits 100
@@ -44,30 +50,51 @@ func NewSlidingWindow(limit Rate) (*SlidingWindow, error) {
 // Capacity returns the limit.
 func (w *SlidingWindow) Capacity() int64 { return w.limit }
 
-// Clone returns a copy with the same state.
+// Clone returns a copy with the same state. It copies the live entries
+// only, however large the ring grew.
 func (w *SlidingWindow) Clone() Algorithm {
 	c := *w
-	c.events = append([]event(nil), w.events...)
+	c.events = make([]event, max(w.n, minRing))
+	for i := range w.n {
+		c.events[i] = w.at(i)
+	}
+	c.head = 0
+	c.book = w.book.clone()
 	return &c
 }
 
 // AllowAt decides for cost units at now.
 func (w *SlidingWindow) AllowAt(now time.Time, cost int64) Decision {
-	n := w.tl.at(now)
-	w.expire(n)
+	n := w.now(now)
 	used := w.used()
 	if cost < 1 || cost > w.limit {
 		return denyNever(w.limit-used, w.resetAt())
 	}
 	if cost <= w.limit-used { // used+cost could overflow for limits near MaxInt64
 		w.push(n, cost)
-		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: w.resetAt()}
+		w.seq++
+		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: w.resetAt(),
+			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(n), Seq: w.seq}}
 	}
 	// Denied: the oldest events must leave until used+cost-limit has gone.
 	// Event k leaves the window at k.at + window.
 	excess := cost - (w.limit - used)
 	k := sort.Search(w.n, func(i int) bool { return w.at(i).total-w.before >= excess })
 	return Decision{RetryAt: w.tl.time(w.at(k).at + w.window), Remaining: w.limit - used, ResetAt: w.resetAt()}
+}
+
+// now reads now on the timeline, moving the kept instants with the origin
+// when it moves, and drops the events that have left the window.
+func (w *SlidingWindow) now(now time.Time) int64 {
+	n, shift := w.tl.at(now)
+	if shift > 0 {
+		for i := range w.n {
+			e := &w.events[(w.head+i)%len(w.events)]
+			e.at = satSub(e.at, shift)
+		}
+	}
+	w.expire(n)
+	return n
 }
 
 func (w *SlidingWindow) at(i int) event { return w.events[(w.head+i)%len(w.events)] }
@@ -79,17 +106,40 @@ func (w *SlidingWindow) used() int64 {
 	return w.at(w.n-1).total - w.before
 }
 
-// expire drops events that are no longer in (n-window, n].
+// expire drops events that are no longer in (n-window, n], and shrinks the
+// ring as they go, so that memory follows the live entries.
 func (w *SlidingWindow) expire(n int64) {
 	for w.n > 0 {
 		e := w.at(0)
 		if e.at > n-w.window {
-			return
+			break
 		}
 		w.before = e.total
 		w.head = (w.head + 1) % len(w.events)
 		w.n--
 	}
+	w.fit()
+}
+
+// fit reallocates the ring to half its size when at most a quarter of it is
+// in use, and drops it when empty.
+func (w *SlidingWindow) fit() {
+	if w.n == 0 && len(w.events) > minRing {
+		w.events, w.head = nil, 0
+		return
+	}
+	if len(w.events) <= minRing || w.n > len(w.events)/4 {
+		return
+	}
+	w.resize(len(w.events) / 2)
+}
+
+func (w *SlidingWindow) resize(size int) {
+	ring := make([]event, size)
+	for i := range w.n {
+		ring[i] = w.at(i)
+	}
+	w.events, w.head = ring, 0
 }
 
 func (w *SlidingWindow) push(n, cost int64) {
@@ -103,21 +153,62 @@ func (w *SlidingWindow) push(n, cost int64) {
 		total = last.total + cost
 	}
 	if w.n == len(w.events) {
-		grown := make([]event, max(8, 2*len(w.events)))
-		for i := 0; i < w.n; i++ {
-			grown[i] = w.at(i)
-		}
-		w.events, w.head = grown, 0
+		w.resize(max(minRing, 2*len(w.events)))
 	}
 	w.events[(w.head+w.n)%len(w.events)] = event{at: n, total: total}
 	w.n++
 }
 
 // resetAt is when the newest event leaves the window, and with it the last
-// of the used capacity.
+// of the used capacity; with nothing in the window, the latest instant.
 func (w *SlidingWindow) resetAt() time.Time {
 	if w.n == 0 {
 		return w.tl.time(w.tl.last)
 	}
 	return w.tl.time(w.at(w.n-1).at + w.window)
+}
+
+// RefundAt removes the cost of the admission r records from the event that
+// counted it, so that the window holds exactly what it would hold without
+// the admission: that is exact whatever was admitted since, and never lets
+// any window hold more than the limit. An event left empty is dropped. If
+// the event has already left the window, there is nothing to give back.
+// The cost of a refund is the number of events admitted after r's.
+func (w *SlidingWindow) RefundAt(now time.Time, r Receipt) bool {
+	if !w.tl.started || r.Cost < 1 || r.Cost > w.limit || r.Seq < 1 || r.Seq > w.seq || w.book.spentAlready(r) {
+		return false
+	}
+	w.now(now)
+	d := r.Mark.Sub(w.tl.origin)
+	if d < 0 {
+		return false
+	}
+	at := int64(d)
+	k := sort.Search(w.n, func(i int) bool { return w.at(i).at >= at })
+	if k == w.n || w.at(k).at != at {
+		return false // left the window
+	}
+	prev := w.before
+	if k > 0 {
+		prev = w.at(k - 1).total
+	}
+	take := min(w.at(k).total-prev, r.Cost)
+	for i := k; i < w.n; i++ {
+		w.events[(w.head+i)%len(w.events)].total -= take
+	}
+	if w.at(k).total == prev {
+		w.remove(k)
+	}
+	expiry, latest := time.Duration(w.window), w.tl.time(w.tl.last)
+	w.book.record(r, func(mark time.Time) bool { return mark.Add(expiry).After(latest) })
+	return true
+}
+
+// remove drops event k, moving the later ones up.
+func (w *SlidingWindow) remove(k int) {
+	for i := k; i < w.n-1; i++ {
+		w.events[(w.head+i)%len(w.events)] = w.at(i + 1)
+	}
+	w.n--
+	w.fit()
 }

@@ -12,9 +12,12 @@ import (
 // instant + span arithmetic on int64 nanoseconds can never wrap.
 const maxSpan = 1 << 60
 
-// maxInstant bounds instants measured from an algorithm's origin (about 73
-// years). Later instants are clamped, which reads as time standing still.
-const maxInstant = 1 << 61
+// farInstant is how far from its origin an algorithm lets instants run,
+// about 73 years (2^61 ns). An instant beyond it moves the origin forward
+// (a rebase), keeping the last farInstant/2 before it representable, so
+// that neither a far-past first instant nor a long life freezes an
+// algorithm: spans of up to maxSpan on top of an instant still fit an int64.
+const farInstant = 1 << 61
 
 // fixed is whole + num/den for a denominator kept by its owner, 0 <= num < den.
 // The algorithms keep time or tokens in it so that rates such as 3/s, whose
@@ -106,39 +109,59 @@ func reduce(r Rate) (count, per int64) {
 	return r.Count / a, int64(r.Per) / a
 }
 
-// timeline turns instants into nanoseconds since the first instant an
-// algorithm saw, and never lets them run backwards: an instant earlier than
-// the latest one seen reads as that latest one (no time has passed). Using
-// time.Time.Sub keeps the monotonic clock reading when both sides have one, so
-// wall-clock steps do not move a limiter.
+// timeline turns instants into nanoseconds since an origin, and never lets
+// them run backwards: an instant earlier than the latest one seen reads as
+// that latest one (no time has passed). Using time.Time.Sub keeps the
+// monotonic clock reading when both sides have one, so wall-clock steps do
+// not move a limiter.
+//
+// The origin is the first instant seen. When an instant lies more than
+// farInstant after it (a far-past first instant, or decades of use), the
+// origin moves forward and at returns by how much: the owner of the
+// timeline subtracts that shift from every instant it keeps.
 type timeline struct {
 	origin  time.Time
 	started bool
 	last    int64
 }
 
-func (tl *timeline) at(now time.Time) int64 {
+// at returns now as ns since the origin, not before the latest instant
+// seen, and the shift (> 0) by which the origin moved to make it fit.
+func (tl *timeline) at(now time.Time) (n, shift int64) {
 	if !tl.started {
 		tl.origin, tl.started = now, true
-		return 0
+		return 0, 0
 	}
-	n := clampInstant(now.Sub(tl.origin))
-	if n < tl.last {
-		n = tl.last
+	d := now.Sub(tl.origin) // saturates at about ±292 years
+	for d > farInstant {
+		// Keep the latest farInstant/2 before now representable: what an
+		// algorithm keeps lies at most maxSpan (< farInstant/2) in the past.
+		step := d - farInstant/2
+		tl.origin = tl.origin.Add(time.Duration(step))
+		tl.last = max(tl.last-int64(step), 0)
+		shift = satAdd(shift, int64(step))
+		d = now.Sub(tl.origin)
 	}
-	tl.last = n
-	return n
+	tl.last = max(tl.last, int64(d))
+	return tl.last, shift
 }
 
 // time returns the instant n nanoseconds after the origin.
 func (tl *timeline) time(n int64) time.Time { return tl.origin.Add(time.Duration(n)) }
 
-func clampInstant(d time.Duration) int64 {
-	switch {
-	case d < 0:
-		return 0
-	case d > maxInstant:
-		return maxInstant
+// satAdd adds two non-negative numbers, saturating at MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
 	}
-	return int64(d)
+	return a + b
+}
+
+// satSub returns a-b for b >= 0, saturating at MinInt64/2, far below any
+// instant that matters, so that instants shifted many times never wrap.
+func satSub(a, b int64) int64 {
+	if a < math.MinInt64/2+b {
+		return math.MinInt64 / 2
+	}
+	return a - b
 }

@@ -8,84 +8,72 @@ import "time"
 // capacity, so after any idle spell at most capacity units pass at once.
 //
 // Its admissions are the same as GCRA(refill, capacity): the two are dual
-// descriptions of one conformance rule. The token count is exact (whole
-// tokens and a fraction of one) and refilled lazily on each decision: no
-// timers. Not safe for concurrent use.
-type TokenBucket struct {
-	capacity int64
-	refill   Rate
-	den      int64 // tokens are whole + num/den
-	inc      int64 // one ns adds inc/den tokens
-	fill     int64 // ns to refill from empty
-
-	tl     timeline
-	tokens fixed // tokens at instant at
-	at     int64
-}
+// descriptions of one conformance rule, and TokenBucket is that GCRA,
+// reporting Remaining as the whole tokens left and ResetAt as the instant
+// the bucket is full again. It is exact (whole tokens and a fraction of one)
+// and refilled lazily on each decision: no timers. Like GCRA it implements
+// Gated, with the same one-word form for the same configurations: the
+// decisions of TryAllowAt and TryAdmitAt are safe from any goroutine; the
+// other methods are for the single owner.
+type TokenBucket struct{ c tatCore }
 
 // NewTokenBucket returns a full bucket of capacity tokens refilled at refill.
 // Like every constructor here it takes the rate first, then the size. It
 // fails, matching ErrInvalidConfig, for an invalid rate, a capacity below 1,
 // or a capacity whose refill takes more than about 36 years.
 func NewTokenBucket(refill Rate, capacity int64) (*TokenBucket, error) {
-	if err := refill.Validate(); err != nil {
+	a := &TokenBucket{}
+	if err := a.c.init(refill, capacity, "capacity"); err != nil {
 		return nil, err
 	}
-	if err := positive("capacity", capacity); err != nil {
-		return nil, err
-	}
-	if err := span(refill, capacity, "capacity"); err != nil {
-		return nil, err
-	}
-	count, per := reduce(refill)
-	fill, _ := mulDiv(capacity, per, count)
-	return &TokenBucket{capacity: capacity, refill: refill, den: per, inc: count, fill: fill.ceil(),
-		tokens: fixed{capacity, 0}}, nil
+	return a, nil
 }
 
 // Capacity returns the bucket's size.
-func (b *TokenBucket) Capacity() int64 { return b.capacity }
+func (b *TokenBucket) Capacity() int64 { return b.c.burst }
 
-// Clone returns a copy with the same state.
-func (b *TokenBucket) Clone() Algorithm { c := *b; return &c }
+// Rate returns the refill rate.
+func (b *TokenBucket) Rate() Rate { return b.c.rate }
 
-// AllowAt decides for cost tokens at now.
+// Clone returns a copy with the same state; the copy's gate is open.
+func (b *TokenBucket) Clone() Algorithm {
+	c := &TokenBucket{}
+	c.c.cloneInto(&b.c)
+	return c
+}
+
+// AllowAt decides for cost tokens at now. Owner only.
 func (b *TokenBucket) AllowAt(now time.Time, cost int64) Decision {
-	n := b.tl.at(now)
-	tokens := b.level(n)
-	if cost < 1 || cost > b.capacity {
-		return denyNever(tokens.whole, b.fullAt(n, tokens))
-	}
-	need := fixed{cost, 0}
-	if need.less(tokens) || need == tokens {
-		left := tokens.sub(need, b.den)
-		b.tokens, b.at = left, n
-		return Decision{Allowed: true, Remaining: left.whole, ResetAt: b.fullAt(n, left)}
-	}
-	// Denied: the deficit refills at inc/den tokens per ns. Counting from the
-	// stored instant keeps the arithmetic identical to level's.
-	_, wait := need.sub(b.tokens, b.den).div(b.den, b.inc)
-	return Decision{RetryAt: b.tl.time(b.at + wait), Remaining: tokens.whole, ResetAt: b.fullAt(n, tokens)}
+	d, _ := b.c.decide(now, cost, false, false)
+	return d
 }
 
-// level returns the tokens at instant n (ns since origin).
-func (b *TokenBucket) level(n int64) fixed {
-	elapsed := n - b.at
-	if elapsed >= b.fill {
-		return fixed{b.capacity, 0}
-	}
-	// elapsed < fill, so add < capacity: it fits, though it may exceed
-	// maxSpan, and comparing it with the room left cannot overflow where
-	// tokens + add could.
-	add, _ := mulDivAmount(elapsed, b.inc, b.den)
-	if room := (fixed{b.capacity, 0}).sub(b.tokens, b.den); !add.less(room) {
-		return fixed{b.capacity, 0}
-	}
-	return b.tokens.add(add, b.den)
+// LockFree reports whether this configuration keeps its state in one
+// atomic word (see GCRA.LockFree).
+func (b *TokenBucket) LockFree() bool { return b.c.word }
+
+// TryAllowAt decides for cost tokens at now while the gate is open; safe
+// from any goroutine.
+func (b *TokenBucket) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
+	return b.c.decide(now, cost, true, false)
 }
 
-// fullAt is the instant the bucket, holding tokens at n, is full again.
-func (b *TokenBucket) fullAt(n int64, tokens fixed) time.Time {
-	_, wait := fixed{b.capacity, 0}.sub(tokens, b.den).div(b.den, b.inc)
-	return b.tl.time(n + wait)
+// TryAdmitAt is the lean form of TryAllowAt (see GCRA.TryAdmitAt).
+func (b *TokenBucket) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
+	return b.c.tryAdmit(now, cost)
 }
+
+// AllowOrCloseAt decides like AllowAt and closes the gate on a denial that
+// waiting can cure. Owner only.
+func (b *TokenBucket) AllowOrCloseAt(now time.Time, cost int64) Decision {
+	d, _ := b.c.decide(now, cost, false, true)
+	return d
+}
+
+// OpenGate reopens the gate. Owner only.
+func (b *TokenBucket) OpenGate() { b.c.openGate() }
+
+// RefundAt puts back the tokens of the admission r records that the
+// admissions after it have not already had to wait for (see Refunder and
+// GCRA.RefundAt). Owner only.
+func (b *TokenBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refund(now, r) }

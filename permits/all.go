@@ -9,9 +9,11 @@ import (
 )
 
 // Grant is a permit from a Refunder together with what the limiter needs to
-// take it back: the instant it was granted at, on the limiter's clock, and
-// whether it came after waiting in the limiter's queue. It is a value, like
-// Permit, and making one allocates nothing.
+// take it back: the instant it was granted at, on the limiter's clock,
+// whether it came after waiting in the limiter's queue, and the limiter's
+// own record of it (its ticket). It is a value, like Permit, and making one
+// allocates nothing. Only the limiter that made a Grant can refund it, and
+// only once.
 type Grant struct {
 	Permit
 	// At is the instant the limiter granted at. For a grant that waited it
@@ -21,6 +23,32 @@ type Grant struct {
 	// Waited reports that the request queued behind others or for
 	// capacity, rather than being granted on arrival.
 	Waited bool
+
+	ticket ticket
+}
+
+// ticket is a limiter's record of a grant, opaque to everyone else.
+type ticket struct {
+	issuer    any
+	mark      time.Time
+	frac, seq int64
+}
+
+// NewGrant returns a Grant of p made at the instant at by issuer, which
+// keeps its own record of it in mark, frac and seq (a rate algorithm's
+// receipt, say). A limiter that implements Refunder makes its grants with
+// it and reads the record back with Ticket.
+func NewGrant(p Permit, at time.Time, waited bool, issuer any, mark time.Time, frac, seq int64) Grant {
+	return Grant{Permit: p, At: at, Waited: waited, ticket: ticket{issuer: issuer, mark: mark, frac: frac, seq: seq}}
+}
+
+// Ticket returns the record NewGrant kept, and ok true, when issuer made
+// g; for a Grant from another limiter, or the zero Grant, ok is false.
+func (g Grant) Ticket(issuer any) (mark time.Time, frac, seq int64, ok bool) {
+	if g.ticket.issuer == nil || g.ticket.issuer != issuer {
+		return time.Time{}, 0, 0, false
+	}
+	return g.ticket.mark, g.ticket.frac, g.ticket.seq, true
 }
 
 // Refunder is implemented by rate limiters that can take back a grant that
@@ -36,10 +64,11 @@ type Refunder interface {
 	AcquireGrant(ctx context.Context, cost int64) (Grant, error)
 	// TryAcquireGrant is TryAcquire, returning the permit as a Grant.
 	TryAcquireGrant(cost int64) (Grant, error)
-	// Refund gives g's capacity back. Call it at most once per grant, and
-	// only for a grant whose permit was not used. It reports false when the
-	// limiter could not (it is closed, or its algorithm cannot refund): the
-	// capacity then stays consumed.
+	// Refund gives back what is left of g's capacity, for a grant whose
+	// permit was not used: never more than the admissions after it have
+	// left unused, so that a refund never lets the limiter admit beyond its
+	// bound. It reports whether anything came back. A second refund of one
+	// grant, or a grant from another limiter, changes nothing.
 	Refund(g Grant) bool
 }
 
@@ -66,16 +95,15 @@ type Refunder interface {
 // a request the order matters too, and All chooses it. First the limiters
 // that are not Refunders (pools), in the order given, so that no rate
 // capacity is spent while a request waits for a slot. Then the rate
-// limiters, so that a request's rate grants come at one instant and are
-// followed at once by its call: a rate grant taken before
+// limiters, taken together at one instant and followed at once by the
+// call: All tries each rate without waiting, and when one would make the
+// request wait it gives back the rate grants it took a moment ago, waits on
+// that rate alone, and tries the others again. A rate grant taken before
 // waiting on another rate would be spent early, and a burst of such stale
-// grants could exceed the quota the rates describe. When a later rate made
-// the request wait, All refunds the earlier grants and takes them again
-// (without waiting if it can, else waiting and checking again, up to four
-// rounds), so that every rate has granted at the end of the last wait.
-// Rate limiters that only All uses settle in one extra round; ones shared
-// with other callers may need more, and after four rounds All keeps what it
-// holds.
+// grants could exceed the quota the rates describe; a refund made at once
+// gives the whole grant back, where one made after the wait could give back
+// only what no later admission had used (Refunder). After four rounds All
+// waits on each rate it still lacks and keeps what it holds.
 //
 // TryAcquire takes every part without waiting, in the same order, and gives
 // everything back on the first refusal, which it returns. It fails while
@@ -105,7 +133,7 @@ func All(limiters ...Limiter) Limiter {
 	}
 	n := len(a.parts)
 	a.records.New = func() any {
-		r := &record{got: make([]Grant, n), taken: make([]bool, n), seq: make([]int, n)}
+		r := &record{got: make([]Grant, n), taken: make([]bool, n)}
 		r.tok.Value = r
 		return r
 	}
@@ -160,14 +188,13 @@ type record struct {
 	tok   Token
 	got   []Grant // per part; holds have only the Permit
 	taken []bool
-	seq   []int // order in which the rate parts were (last) granted
 }
 
 // errAllBusy is TryAcquire's refusal while another request is being
 // admitted by the rate limiters.
 var errAllBusy = fmt.Errorf("%w: another request is being admitted", ErrRateLimited)
 
-// maxRounds bounds the rounds of refund-and-retake after a wait.
+// maxRounds bounds the rounds of give-back-and-wait in takeRates.
 const maxRounds = 4
 
 func (a *all) Acquire(ctx context.Context, cost int64) (Permit, error) {
@@ -204,60 +231,58 @@ func (a *all) Acquire(ctx context.Context, cost int64) (Permit, error) {
 	return NewPermit(cost, a, &r.tok), nil
 }
 
-// takeRates takes every rate part so that none was granted before another
-// one's wait ended. A grant that waited makes every grant taken before it
-// stale: refund those and take them again.
+// takeRates takes every rate part at one instant, so that no rate's grant
+// is spent while another rate makes the request wait. Each round tries the
+// rates it does not hold without waiting; when one would make the request
+// wait, it gives back what it took (at once, so the refunds give back all
+// of it: nothing was admitted behind them but what came in those few
+// microseconds), waits on that rate alone, keeps that grant, and tries the
+// others again. Rates that bind one at a time settle in one round. After
+// maxRounds rounds it waits on each rate it still lacks, in order, and keeps
+// what it holds.
 func (a *all) takeRates(ctx context.Context, cost int64, r *record) error {
-	seq, lastWait := 0, -1
-	take := func(i int, try bool) error {
-		p := a.parts[i]
-		var g Grant
-		var err error
-		if try {
-			g, err = p.ref.TryAcquireGrant(p.cost(cost))
-			if errors.Is(err, ErrRateLimited) {
-				try = false
+	for round := 0; ; round++ {
+		blocked := -1
+		for _, i := range a.rates {
+			if r.taken[i] {
+				continue
+			}
+			p := a.parts[i]
+			if round > maxRounds {
+				g, err := p.ref.AcquireGrant(ctx, p.cost(cost))
+				if err != nil {
+					return err
+				}
+				r.got[i], r.taken[i] = g, true
+				continue
+			}
+			g, err := p.ref.TryAcquireGrant(p.cost(cost))
+			if err == nil {
+				r.got[i], r.taken[i] = g, true
+				continue
+			}
+			if !errors.Is(err, ErrRateLimited) {
+				return err
+			}
+			blocked = i
+			break
+		}
+		if blocked < 0 {
+			return nil
+		}
+		for _, i := range a.rates {
+			if r.taken[i] {
+				a.parts[i].ref.Refund(r.got[i])
+				r.taken[i] = false
 			}
 		}
-		if !try {
-			g, err = p.ref.AcquireGrant(ctx, p.cost(cost))
-		}
+		p := a.parts[blocked]
+		g, err := p.ref.AcquireGrant(ctx, p.cost(cost))
 		if err != nil {
 			return err
 		}
-		r.got[i], r.taken[i], r.seq[i] = g, true, seq
-		if g.Waited {
-			lastWait = seq
-		}
-		seq++
-		return nil
+		r.got[blocked], r.taken[blocked] = g, true
 	}
-	for _, i := range a.rates {
-		if err := take(i, false); err != nil {
-			return err
-		}
-	}
-	for range maxRounds {
-		stale := false
-		for _, i := range a.rates {
-			if r.seq[i] >= lastWait {
-				continue
-			}
-			stale = true
-			if !a.parts[i].ref.Refund(r.got[i]) {
-				r.seq[i] = lastWait // cannot give it back: keep it
-				continue
-			}
-			r.taken[i] = false
-			if err := take(i, true); err != nil {
-				return err
-			}
-		}
-		if !stale {
-			break
-		}
-	}
-	return nil
 }
 
 func (a *all) TryAcquire(cost int64) (Permit, error) {

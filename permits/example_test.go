@@ -111,3 +111,24 @@ func ExampleWrap() {
 	fmt.Println(s, err)
 	// Output: ok <nil>
 }
+
+// ForKey turns one key of a keyed limit into a Limiter, for Do, Wrap and All.
+func ExampleForKey() {
+	perUser := userLimits{}
+	lim := permits.ForKey[string](perUser, "alice")
+	err := permits.Do(context.Background(), lim, 1, func(context.Context) error { return nil })
+	fmt.Println(err, perUser["alice"])
+	// Output: <nil> 1
+}
+
+// userLimits counts the units each key asked for; it never refuses.
+type userLimits map[string]int64
+
+func (u userLimits) Acquire(ctx context.Context, key string, cost int64) (permits.Permit, error) {
+	return u.TryAcquire(key, cost)
+}
+
+func (u userLimits) TryAcquire(key string, cost int64) (permits.Permit, error) {
+	u[key] += cost
+	return permits.Unlimited.TryAcquire(cost)
+}

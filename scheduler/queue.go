@@ -120,7 +120,7 @@ func Scheduled(prev, arrival int64) int64 { return max(prev, arrival) }
 // which would be a burst beyond the owner's capacity.
 func (q *Queue[T]) Grant(now int64, o Owner[T]) (wake int64) {
 	for h := q.head; h != nil; h = q.head {
-		at := max(q.HeadFloor(now), Scheduled(q.last, h.Arrival), q.headRetry)
+		at := q.Due(now)
 		if at > now {
 			return at
 		}
@@ -140,6 +140,17 @@ func (q *Queue[T]) Grant(now int64, o Owner[T]) (wake int64) {
 		o.Granted(h, at)
 	}
 	return 0
+}
+
+// Due returns the instant at which the head would next be considered (it
+// may be denied then, and retry later), or 0 when the queue is empty. It is
+// a lower bound on the grant of every waiter.
+func (q *Queue[T]) Due(now int64) int64 {
+	h := q.head
+	if h == nil {
+		return 0
+	}
+	return max(q.HeadFloor(now), Scheduled(q.last, h.Arrival), q.headRetry)
 }
 
 // Predict returns when a cost arriving at arrival would be granted if it were

@@ -1,0 +1,68 @@
+package actor
+
+// expiryList holds, in the order they were queued, the waiters that the
+// owner must refuse when their WithMaxWait runs out because nobody could
+// predict their grant (an algorithm without algorithms.Cloner, such as a
+// remote one). Every such waiter expires WithMaxWait after its arrival, and
+// arrivals are queued in order, so the list is in order of expiry: the
+// owner pops expired entries from the front, and skips entries whose waiter
+// has left the queue (granted or cancelled) or whose pooled call has since
+// been queued again (gen).
+type expiryList struct {
+	items []expiring
+	head  int
+}
+
+type expiring struct {
+	c   *call
+	gen uint32
+	at  int64
+}
+
+// add lists c, which was just queued, to expire at at.
+func (l *expiryList) add(c *call, at int64) {
+	l.items = append(l.items, expiring{c: c, gen: c.gen, at: at})
+}
+
+// live reports whether e still names a queued waiter.
+func (e expiring) live(r *runtime) bool { return e.c.gen == e.gen && r.q.Contains(&e.c.node) }
+
+// expire refuses every waiter whose wait ran out by now, with a RetryAfter
+// of the head's next due instant: a lower bound on any wait behind it.
+func (l *expiryList) expire(now int64, r *runtime) {
+	for l.head < len(l.items) {
+		e := l.items[l.head]
+		if e.live(r) {
+			if e.at > now {
+				break
+			}
+			r.q.Remove(&e.c.node)
+			r.pol.removed()
+			r.refuse(e.c, stLimited, max(r.q.Due(now), now+1)-now)
+		}
+		l.items[l.head] = expiring{}
+		l.head++
+	}
+	if l.head == len(l.items) {
+		l.clear()
+	}
+}
+
+// next returns the earliest expiry still pending, or 0, dropping the
+// entries in front whose waiter has gone.
+func (l *expiryList) next(r *runtime) int64 {
+	for l.head < len(l.items) {
+		if e := l.items[l.head]; e.live(r) {
+			return e.at
+		}
+		l.items[l.head] = expiring{}
+		l.head++
+	}
+	l.clear()
+	return 0
+}
+
+func (l *expiryList) clear() {
+	clear(l.items)
+	l.items, l.head = l.items[:0], 0
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/cmd/sluice/internal/fit"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/report"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+)
+
+const fitUsage = `Usage: sluice fit -traffic SPEC [-traffic SPEC...] -upstream SPEC -p99 DURATION [flags]
+
+Searches each algorithm's parameters for the configuration that admits the most
+units of the traffic while the upstream would never refuse any of them and the
+admitted requests' p99 wait is at most -p99. Rates are tried at 100, 95, 90, 80,
+70, 60 and 50% of the upstream's, windows at its period and 1/2, 1/4 and 1/10 of
+it; sizes (burst, capacity, window limit) by binary search. Every pick is
+simulated in full. Exits 1 when no configuration of any algorithm fits.
+
+Example:
+  sluice fit -traffic csv:traffic.csv -upstream 100/s -p99 200ms -max-wait 1s
+`
+
+func fitCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fit", flag.ContinueOnError)
+	var (
+		c        common
+		upstream *spec.Limit
+		p99      = time.Duration(-1)
+		kinds    = spec.Kinds
+	)
+	c.register(fs)
+	upstreamFlag(fs, &upstream, "the `limit` the upstream enforces, never to be exceeded (a bare rate such as 100/s is a sliding window)")
+	fs.Func("p99", "the goal for the admitted requests' p99 `wait`", func(s string) error {
+		d, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%q is not a duration such as 200ms", s)
+		case d < 0:
+			return errors.New("it must not be negative")
+		}
+		p99 = d
+		return nil
+	})
+	fs.Func("algorithms", "a comma-separated `list` of the kinds to search (default gcra,token,leaky,sliding,fixed)", func(s string) error {
+		kinds = nil
+		for _, k := range strings.Split(s, ",") {
+			kind := spec.Kind(strings.ToLower(strings.TrimSpace(k)))
+			if !kind.Paced() && kind != spec.Sliding && kind != spec.Fixed {
+				return fmt.Errorf("unknown algorithm %q: want gcra, token, leaky, sliding or fixed", k)
+			}
+			kinds = append(kinds, kind)
+		}
+		return nil
+	})
+	if code, done := parse(fs, fitUsage, args, stdout, stderr); done {
+		return code
+	}
+	switch err := c.check(); {
+	case err != nil:
+		return usageError("fit", err, stderr)
+	case upstream == nil:
+		return usageError("fit", errors.New("no upstream: give -upstream, such as -upstream 100/s"), stderr)
+	case p99 < 0:
+		return usageError("fit", errors.New("no goal: give -p99, such as -p99 200ms"), stderr)
+	}
+	arrivals, duration, err := c.arrivals()
+	if err != nil {
+		return failure("fit", err, stderr)
+	}
+	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: duration}
+	bests, err := fit.Search(arrivals, goal, kinds)
+	if err != nil {
+		return failure("fit", err, stderr)
+	}
+	info := report.Run{Traffic: c.texts, Arrivals: len(arrivals), Duration: duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
+	if err := report.Fit(stdout, info, goal, bests); err != nil {
+		return failure("fit", err, stderr)
+	}
+	if fit.Overall(bests) == nil {
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,107 @@
+package sim_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/cmd/sluice/internal/sim"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
+)
+
+// benchLimits are five limits near the offered rate, so that each refuses,
+// delays and admits: the "five limits".
+var benchLimits = []string{"gcra:1000/s,burst=50", "token:1000/s,50", "leaky:1000/s,50", "sliding:1000/s", "fixed:1000/s"}
+
+func benchConfigs(b *testing.B, maxWait time.Duration, upstream bool) []sim.Config {
+	up, err := spec.ParseUpstream("1000/s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cfgs []sim.Config
+	for _, s := range benchLimits {
+		l, err := spec.Parse(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := sim.Config{Limit: l, MaxWait: maxWait, Window: time.Second, Bin: time.Second, Duration: time.Hour}
+		if upstream {
+			c.Upstream = &up
+		}
+		cfgs = append(cfgs, c)
+	}
+	return cfgs
+}
+
+func hour(b *testing.B) []traffic.Arrival {
+	p, err := traffic.Parse("poisson:1000/s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, _, err := traffic.Generate([]traffic.Pattern{p}, time.Hour, 1, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
+}
+
+// BenchmarkHour is the goal: a simulated hour of Poisson traffic at
+// 1,000 requests/s through five limits, with a window measure, an upstream
+// check and per-second series, callers waiting up to 100 ms. One op is the
+// whole hour; decisions/op counts the arrivals offered to the limits.
+func BenchmarkHour(b *testing.B) {
+	a := hour(b)
+	for _, bc := range []struct {
+		name string
+		run  func(cfgs []sim.Config) error
+	}{
+		{"parallel", func(cfgs []sim.Config) error { _, err := sim.RunAll(a, cfgs); return err }},
+		{"serial", func(cfgs []sim.Config) error {
+			for _, c := range cfgs {
+				if _, err := sim.Run(a, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		for _, mw := range []struct {
+			name string
+			d    time.Duration
+		}{{"nowait", 0}, {"wait100ms", 100 * time.Millisecond}, {"forever", sim.Forever}} {
+			for _, up := range []bool{false, true} {
+				name := bc.name + "/" + mw.name
+				if up {
+					name += "/upstream"
+				}
+				b.Run(name, func(b *testing.B) {
+					cfgs := benchConfigs(b, mw.d, up)
+					for b.Loop() {
+						if err := bc.run(cfgs); err != nil {
+							b.Fatal(err)
+						}
+					}
+					arrivals := float64(len(a) * len(cfgs))
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/arrivals, "ns/arrival")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkAllowAt is the baseline in the same run: the bare algorithm
+// decisions a simulated hour needs, with no queue and no measures.
+func BenchmarkAllowAt(b *testing.B) {
+	a := hour(b)
+	for b.Loop() {
+		for _, s := range benchLimits {
+			l, _ := spec.Parse(s)
+			alg, _ := l.New()
+			for _, x := range a {
+				alg.AllowAt(sim.Start.Add(x.At), x.Cost)
+			}
+		}
+	}
+	decisions := float64(len(a) * len(benchLimits))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/decisions, "ns/decision")
+}

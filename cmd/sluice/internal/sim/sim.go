@@ -1,0 +1,439 @@
+package sim
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// Start is the virtual clock's first instant: 2025-01-01 00:00:00 UTC, a
+// whole number of days after the Unix epoch, so that fixed windows of any
+// length dividing a day (a second, a minute, an hour) begin at offset 0.
+var Start = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// MaxBins bounds the per-bin series (8 MB each).
+const MaxBins = 1 << 20
+
+// Forever, as Config.MaxWait, lets callers wait as long as it takes, as
+// actor.Limiter does by default.
+const Forever time.Duration = -1
+
+// Config is one limit and how to measure it.
+type Config struct {
+	Limit spec.Limit
+	// MaxWait refuses, at once, a caller whose predicted grant is more than
+	// MaxWait after its arrival (actor.WithMaxWait). 0: callers never wait;
+	// Forever (any negative value): no limit.
+	MaxWait time.Duration
+	// Window is the length of the windows in which MaxInWindow is measured;
+	// 0 skips the measure.
+	Window time.Duration
+	// Upstream, when set, replays every admission through the upstream's
+	// own algorithm and counts those it would refuse.
+	Upstream *spec.Limit
+	// Bin is the width of the per-bin series; 0 keeps none.
+	Bin time.Duration
+	// Duration, when set, pads the series to cover [0, Duration) even when
+	// the traffic ends before it.
+	Duration time.Duration
+	// Horizon ends the run: no grant is made after it, and the waiters
+	// still queued then are counted in Result.Stranded. 0 means ten times
+	// the later of Duration and the last arrival, plus a minute, so that an
+	// overload that would take centuries to drain ends in bounded time.
+	Horizon time.Duration
+	// StopOnExceed ends the run soon after the first admission the upstream
+	// would refuse (the grants of that one wake-up complete), leaving the
+	// result partial (Result.Stopped): for searches that only need to know
+	// whether a limit ever exceeds the upstream.
+	StopOnExceed bool
+	// Record keeps every admission in Result.Grants (for tests).
+	Record bool
+}
+
+// Grant is one admission.
+type Grant struct {
+	Arrival, At time.Duration // when it arrived and when it was granted
+	Cost        int64
+}
+
+// Result is what one limit did with the traffic. Counts are requests,
+// Units are cost units.
+type Result struct {
+	Limit spec.Limit
+
+	Offered, Admitted, Refused  int64
+	OfferedUnits, AdmittedUnits int64
+	// Waited counts admissions granted after a wait longer than zero.
+	Waited int64
+	// Stranded counts callers still waiting at the horizon: neither
+	// admitted nor refused.
+	Stranded int64
+	// TooLarge counts refusals of a cost above the limit's capacity, which
+	// no wait could admit (the real limiter fails them with
+	// permits.ErrCostExceedsCapacity). They are in Refused too.
+	TooLarge int64
+
+	// P50, P99 and Max are the waits of admitted requests, nearest rank,
+	// zero waits included.
+	P50, P99, Max time.Duration
+
+	// MaxInWindow is the most units admitted in any half-open window of
+	// length Window; MaxInWindowAt is the first admission in such a window.
+	Window        time.Duration
+	MaxInWindow   int64
+	MaxInWindowAt time.Duration
+
+	// Exceeded counts admissions the upstream's algorithm would refuse,
+	// having taken every one before it that it allowed; FirstExceeded is the
+	// instant of the first.
+	Upstream      *spec.Limit
+	Exceeded      int64
+	FirstExceeded time.Duration
+
+	// End is the instant of the last grant, which may be after the last
+	// arrival while a queue drains.
+	End time.Duration
+
+	// Bin is the width of OfferedUnitsPerBin and AdmittedUnitsPerBin: bin
+	// k holds the units offered (by arrival) and admitted (by grant) in
+	// [k·Bin, (k+1)·Bin).
+	Bin                                     time.Duration
+	OfferedUnitsPerBin, AdmittedUnitsPerBin []int64
+	// SeriesCut reports that the series stop at MaxBins bins, before the
+	// run did.
+	SeriesCut bool
+
+	// Mispredicted counts waiters granted at another instant than the one
+	// predicted for them on arrival. The real owner's prediction is exact
+	// when the algorithm's RetryAt is, so this stays 0; it is kept as a
+	// check of that claim.
+	Mispredicted int64
+
+	// Stopped reports a run ended early by Config.StopOnExceed; its
+	// numbers cover only what came before.
+	Stopped bool
+
+	Grants []Grant // with Config.Record
+
+	waits []int64 // the non-zero waits, ns, in no particular order
+	zeros int64   // admissions that did not wait
+}
+
+// Run offers the arrivals (sorted by instant) to one limit.
+func Run(arrivals []traffic.Arrival, cfg Config) (*Result, error) {
+	r, err := newRun(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.run(arrivals)
+	return r.res, nil
+}
+
+// RunAll runs each configuration on the same arrivals, side by side on at
+// most GOMAXPROCS goroutines, and returns the results in the order of cfgs.
+func RunAll(arrivals []traffic.Arrival, cfgs []Config) ([]*Result, error) {
+	runs := make([]*run, len(cfgs))
+	for i, c := range cfgs {
+		r, err := newRun(c)
+		if err != nil {
+			return nil, err
+		}
+		runs[i] = r
+	}
+	// The longest first, so that the last to finish is a short one: the
+	// windows cost less per waiter than the paced algorithms, and fixed
+	// least of all.
+	order := make([]*run, len(runs))
+	copy(order, runs)
+	slices.SortStableFunc(order, func(a, b *run) int { return cost(b.cfg.Limit.Kind) - cost(a.cfg.Limit.Kind) })
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for _, r := range order {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.run(arrivals)
+		})
+	}
+	wg.Wait()
+	out := make([]*Result, len(runs))
+	for i, r := range runs {
+		out[i] = r.res
+	}
+	return out, nil
+}
+
+// cost ranks kinds by their measured cost per simulated waiter.
+func cost(k spec.Kind) int {
+	switch k {
+	case spec.Fixed:
+		return 0
+	case spec.Sliding:
+		return 1
+	}
+	return 2
+}
+
+// run is one limit's owner: the algorithm, the queue and the shadow, as
+// actor's runtime and ratePolicy keep them, plus the measures.
+type run struct {
+	cfg      Config
+	alg      algorithms.Algorithm
+	cloner   algorithms.Cloner
+	capacity int64
+	maxWait  int64                  // ns; < 0 none
+	q        scheduler.Queue[int64] // a node's Value is its predicted grant, 0 if none
+	free     []*scheduler.Node[int64]
+	sh       shadow
+	up       judge  // nil without an upstream
+	win      window // the admissions in the last Window, for MaxInWindow
+	bin      int64
+	res      *Result
+}
+
+func newRun(cfg Config) (*run, error) {
+	alg, err := cfg.Limit.New()
+	if err != nil {
+		return nil, err
+	}
+	cloner, ok := alg.(algorithms.Cloner)
+	if !ok {
+		return nil, fmt.Errorf("sim: %v cannot be cloned, so waits cannot be predicted", cfg.Limit)
+	}
+	r := &run{
+		cfg: cfg, alg: alg, cloner: cloner, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
+		win: window{length: int64(cfg.Window)}, bin: int64(cfg.Bin),
+		res: &Result{Limit: cfg.Limit, Window: cfg.Window, Upstream: cfg.Upstream, Bin: cfg.Bin},
+	}
+	if r.maxWait < 0 {
+		r.maxWait = -1
+	}
+	if cfg.Upstream != nil {
+		if r.up, err = newJudge(*cfg.Upstream); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// startNano is Start in Unix nanoseconds. The conversions below go through
+// Unix nanoseconds because time.Unix and UnixNano cost a fraction of
+// Time.Add and Time.Sub, and a simulated hour converts tens of millions of
+// instants. The timeline spans 292 years from Start, far beyond any run.
+var startNano = Start.UnixNano()
+
+// t is the instant ns after Start.
+func t(ns int64) time.Time { return time.Unix(0, startNano+ns) }
+
+// ns converts a decision's instant to the timeline; the zero Time (never)
+// becomes 0, as in actor.
+func ns(at time.Time) int64 {
+	if at.IsZero() {
+		return 0
+	}
+	return at.UnixNano() - startNano
+}
+
+// run is the owner's loop on a perfect clock: before each batch of arrivals
+// (every arrival at one instant), the timer fires for every grant due at or
+// before it; after the batch, the owner grants what is due and arms its
+// timer again. Once the arrivals end, the queue drains.
+func (r *run) run(arrivals []traffic.Arrival) {
+	horizon := int64(r.cfg.Horizon)
+	if horizon <= 0 {
+		last := r.cfg.Duration
+		if n := len(arrivals); n > 0 {
+			last = max(last, arrivals[n-1].At)
+		}
+		horizon = muldiv.Add(muldiv.Mul(int64(last), 10), int64(time.Minute))
+	}
+	var wake int64
+	for i := 0; i < len(arrivals); {
+		now := int64(arrivals[i].At)
+		for wake != 0 && wake <= now && !r.res.Stopped {
+			wake = r.schedule(wake)
+		}
+		for ; i < len(arrivals) && int64(arrivals[i].At) == now && !r.res.Stopped; i++ {
+			r.arrive(now, arrivals[i].Cost)
+		}
+		if r.res.Stopped {
+			break
+		}
+		wake = r.schedule(now)
+	}
+	for wake != 0 && wake <= horizon && !r.res.Stopped {
+		wake = r.schedule(wake)
+	}
+	r.res.Stranded = int64(r.q.Len())
+	r.finish()
+}
+
+// schedule grants every due head and returns the instant of the next, or 0.
+func (r *run) schedule(now int64) int64 {
+	if r.q.Len() == 0 {
+		return 0
+	}
+	wake := r.q.Grant(now, r)
+	if r.q.Len() == 0 {
+		r.sh.idle()
+	}
+	return wake
+}
+
+// arrive is actor's runtime.admit for an Acquire with WithMaxWait(MaxWait)
+// and no deadline.
+func (r *run) arrive(now, cost int64) {
+	r.res.Offered++
+	r.res.OfferedUnits += cost
+	r.count(&r.res.OfferedUnitsPerBin, now, cost)
+	if cost > r.capacity {
+		r.res.TooLarge++
+		r.refuse()
+		return
+	}
+	var at int64
+	known := false
+	if r.q.Len() == 0 {
+		d := r.alg.AllowAt(t(now), cost)
+		if d.Allowed {
+			r.admitted(now, now, cost)
+			return
+		}
+		at, known = max(ns(d.RetryAt), now+1), true
+	} else if r.maxWait >= 0 {
+		// The real owner predicts only when someone needs the answer: here,
+		// a caller with a maximum wait.
+		at, known = r.sh.predict(r, now, cost), true
+	}
+	if known && r.maxWait >= 0 && at-now > r.maxWait {
+		r.refuse()
+		if r.q.Len() > 0 {
+			r.sh.dropped()
+		}
+		return
+	}
+	n := r.node()
+	n.Cost, n.Arrival, n.Value = cost, now, 0
+	if known {
+		n.Value = at
+	}
+	r.q.Push(n)
+	if known {
+		r.sh.queued(r, at, cost)
+	}
+}
+
+func (r *run) refuse() { r.res.Refused++ }
+
+func (r *run) node() *scheduler.Node[int64] {
+	if k := len(r.free); k > 0 {
+		n := r.free[k-1]
+		r.free = r.free[:k-1]
+		return n
+	}
+	return new(scheduler.Node[int64])
+}
+
+// Decide is scheduler.Owner.Decide on the real state.
+func (r *run) Decide(at, cost int64) (bool, int64) { return decideOn(r.alg, at, cost) }
+
+// Granted is scheduler.Owner.Granted: a waiter's turn has come.
+func (r *run) Granted(n *scheduler.Node[int64], at int64) {
+	if n.Value != 0 && n.Value != at {
+		r.res.Mispredicted++
+	}
+	r.admitted(n.Arrival, at, n.Cost)
+	r.free = append(r.free, n)
+}
+
+func decideOn(a algorithms.Algorithm, at, cost int64) (bool, int64) {
+	d := a.AllowAt(t(at), cost)
+	if d.Allowed {
+		return true, 0
+	}
+	return false, ns(d.RetryAt)
+}
+
+// admitted measures one admission: its wait, its bin, the window it falls
+// in, and the upstream's verdict. Grants come in order of instant, since
+// the queue is FIFO and an arrival is decided at once only when nobody
+// waits.
+func (r *run) admitted(arrival, at, cost int64) {
+	res := r.res
+	res.Admitted++
+	res.AdmittedUnits += cost
+	res.End = time.Duration(at)
+	if w := at - arrival; w > 0 {
+		res.Waited++
+		res.waits = append(res.waits, w)
+		res.Max = max(res.Max, time.Duration(w))
+	} else {
+		res.zeros++
+	}
+	r.count(&res.AdmittedUnitsPerBin, at, cost)
+	if r.win.length > 0 {
+		r.slide(at, cost)
+	}
+	if r.up != nil && !r.up.admit(at, cost) {
+		if res.Exceeded == 0 {
+			res.FirstExceeded = time.Duration(at)
+		}
+		res.Exceeded++
+		res.Stopped = r.cfg.StopOnExceed
+	}
+	if r.cfg.Record {
+		res.Grants = append(res.Grants, Grant{Arrival: time.Duration(arrival), At: time.Duration(at), Cost: cost})
+	}
+}
+
+// count adds cost to the bin holding instant at.
+func (r *run) count(bins *[]int64, at, cost int64) {
+	if r.bin <= 0 {
+		return
+	}
+	k := at / r.bin
+	if k >= MaxBins {
+		r.res.SeriesCut = true
+		return
+	}
+	for len(*bins) <= int(k) {
+		*bins = append(*bins, 0)
+	}
+	(*bins)[int(k)] += cost
+}
+
+// slide adds an admission to the window ending at its instant, (at-Window,
+// at], and keeps the largest total seen. Every half-open window of length
+// Window that holds admissions holds no more than the one ending at its
+// last.
+func (r *run) slide(at, cost int64) {
+	r.win.expire(at)
+	r.win.add(at, cost)
+	if r.win.sum > r.res.MaxInWindow {
+		r.res.MaxInWindow, r.res.MaxInWindowAt = r.win.sum, time.Duration(r.win.oldest())
+	}
+}
+
+// finish computes the percentiles and pads the series to the same length.
+func (r *run) finish() {
+	res := r.res
+	res.percentiles()
+	if r.bin > 0 {
+		last := max(len(res.OfferedUnitsPerBin), len(res.AdmittedUnitsPerBin), int(min((int64(r.cfg.Duration)+r.bin-1)/r.bin, MaxBins)))
+		for len(res.OfferedUnitsPerBin) < last {
+			res.OfferedUnitsPerBin = append(res.OfferedUnitsPerBin, 0)
+		}
+		for len(res.AdmittedUnitsPerBin) < last {
+			res.AdmittedUnitsPerBin = append(res.AdmittedUnitsPerBin, 0)
+		}
+	}
+	r.win, r.free = window{}, nil
+}

@@ -1,0 +1,68 @@
+package traffic_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
+)
+
+// FuzzParse: a pattern either fails with ErrInvalid or reads back from its
+// String, and generating a short run from it never panics or hangs.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"steady:1000/s", "poisson:90/1m,cost=2", "onoff:200/s,on=5s,off=10s", "spike:100@59s,100@1m0.5s",
+		"csv:x.csv", "steady:1/ns", "spike:9223372036854775807@1s", "onoff:1/s,on=1ns,off=1ns,until=1h",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := traffic.Parse(s)
+		if err != nil {
+			if !errors.Is(err, traffic.ErrInvalid) {
+				t.Fatalf("Parse(%q) = %v, not ErrInvalid", s, err)
+			}
+			return
+		}
+		back, err := traffic.Parse(p.String())
+		if err != nil || back.String() != p.String() {
+			t.Fatalf("Parse(%q).String() = %q reads back as %q, %v", s, p.String(), back.String(), err)
+		}
+		if p.Kind == traffic.CSV {
+			return
+		}
+		a, _, err := traffic.Generate([]traffic.Pattern{p}, 10*time.Millisecond, 1, noFiles)
+		if err != nil && !errors.Is(err, traffic.ErrInvalid) {
+			t.Fatalf("Generate(%q) = %v", s, err)
+		}
+		for i := range a {
+			if a[i].At < 0 || a[i].At >= 10*time.Millisecond || a[i].Cost < 1 || (i > 0 && a[i].At < a[i-1].At) {
+				t.Fatalf("Generate(%q): bad arrival %d: %+v", s, i, a[i])
+			}
+		}
+	})
+}
+
+// FuzzReadCSV: any file is read or refused with ErrInvalid; what is read has
+// non-negative instants and costs of at least 1.
+func FuzzReadCSV(f *testing.F) {
+	for _, s := range []string{"0\n0.5,3\n", "time,cost\n1s,2\n", "2025-03-01T12:00:01Z,2\n", "\"", "1,2,3", "#\n\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := traffic.ReadCSV(strings.NewReader(s), "f.csv")
+		if err != nil {
+			if !errors.Is(err, traffic.ErrInvalid) {
+				t.Fatalf("ReadCSV(%q) = %v, not ErrInvalid", s, err)
+			}
+			return
+		}
+		for _, x := range a {
+			if x.At < 0 || x.Cost < 1 {
+				t.Fatalf("ReadCSV(%q): bad arrival %+v", s, x)
+			}
+		}
+	})
+}

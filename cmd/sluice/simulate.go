@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/cmd/sluice/internal/chart"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/report"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/sim"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+)
+
+const simulateUsage = `Usage: sluice simulate -limit SPEC [-limit SPEC...] -traffic SPEC [-traffic SPEC...] [flags]
+
+Offers the same arrivals to every limit on a virtual clock and prints, per limit,
+what was offered, admitted, refused and delayed, the p50/p99/max wait of the
+admitted requests, the most units admitted in any window of -window (the
+upstream's period by default), and whether the -upstream would ever have
+refused any of it. With -charts DIR it writes rates.png/.svg (offered and
+admitted units per second, a panel per limit) and waits.png/.svg.
+
+Example:
+  sluice simulate -limit fixed:100/1m -limit gcra:100/1m,burst=10 \
+      -traffic spike:100@59s,100@1m -traffic poisson:1/s -duration 3m \
+      -upstream 100/1m -charts out
+`
+
+func simulate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	var (
+		c        common
+		limits   []spec.Limit
+		upstream *spec.Limit
+		window   time.Duration
+		bin      = time.Second
+		charts   string
+	)
+	c.register(fs)
+	fs.Func("limit", "a limit `spec` to simulate (repeat for several): gcra:RATE[,burst=N], token:RATE,N, leaky:RATE,N, sliding:RATE, fixed:RATE", func(s string) error {
+		l, err := spec.Parse(s)
+		if err != nil {
+			return err
+		}
+		limits = append(limits, l)
+		return nil
+	})
+	upstreamFlag(fs, &upstream, "the `limit` an upstream enforces (a bare rate such as 100/s is a sliding window): report whether each limit ever exceeds it")
+	fs.Func("window", "the `length` of the windows in which the most admitted is measured (default: the upstream's period, else 1s)", positive(&window))
+	fs.Func("bin", "the `width` of the charts' bins (default 1s)", positive(&bin))
+	fs.StringVar(&charts, "charts", "", "write rates.png, rates.svg, waits.png and waits.svg into `dir`")
+	if code, done := parse(fs, simulateUsage, args, stdout, stderr); done {
+		return code
+	}
+	if err := c.check(); err != nil {
+		return usageError("simulate", err, stderr)
+	}
+	if len(limits) == 0 {
+		return usageError("simulate", errors.New("no limit: give at least one -limit"), stderr)
+	}
+	if window == 0 {
+		window = time.Second
+		if upstream != nil {
+			window = upstream.Rate.Per
+		}
+	}
+	arrivals, duration, err := c.arrivals()
+	if err != nil {
+		return failure("simulate", err, stderr)
+	}
+	if duration/bin > sim.MaxBins {
+		return usageError("simulate", fmt.Errorf("-bin %v over %v makes more than %d bins: use a wider -bin", bin, duration, sim.MaxBins), stderr)
+	}
+	cfgs := make([]sim.Config, len(limits))
+	for i, l := range limits {
+		cfgs[i] = sim.Config{Limit: l, MaxWait: c.maxWait, Window: window, Upstream: upstream, Bin: bin, Duration: duration}
+	}
+	results, err := sim.RunAll(arrivals, cfgs)
+	if err != nil {
+		return failure("simulate", err, stderr)
+	}
+	info := report.Run{Traffic: c.texts, Arrivals: len(arrivals), Duration: duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
+	if err := report.Simulation(stdout, info, results); err != nil {
+		return failure("simulate", err, stderr)
+	}
+	if charts != "" {
+		paths, err := chart.Write(charts, results, chart.Options{Upstream: upstream, Title: strings.Join(c.texts, " + ")})
+		if err != nil {
+			return failure("simulate", err, stderr)
+		}
+		fmt.Fprintf(stdout, "\ncharts    %s\n", strings.Join(paths, " "))
+	}
+	return exitOK
+}
+
+// positive is a flag.Func for a positive duration.
+func positive(d *time.Duration) func(string) error {
+	return func(s string) error {
+		v, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%q is not a duration such as 1s or 5m", s)
+		case v <= 0:
+			return errors.New("it must be positive")
+		}
+		*d = v
+		return nil
+	}
+}
