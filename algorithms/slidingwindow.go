@@ -24,8 +24,9 @@ type SlidingWindow struct {
 	events []event
 	head   int
 	n      int
-	before int64 // running total just before the oldest kept event
-	seq    int64 // admissions made, ever: a receipt's identity
+	before  int64 // running total just before the oldest kept event
+	seq     int64 // admissions made, ever: a receipt's identity
+	version int64 // SetRateAt calls so far: receipts of another version give nothing back
 
 	book refundBook
 }
@@ -74,7 +75,7 @@ func (w *SlidingWindow) AllowAt(now time.Time, cost int64) Decision {
 		w.push(n, cost)
 		w.seq++
 		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: w.resetAt(),
-			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(n), Seq: w.seq}}
+			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(n), Frac: w.version, Seq: w.seq}}
 	}
 	// Denied: the oldest events must leave until used+cost-limit has gone.
 	// Event k leaves the window at k.at + window.
@@ -175,13 +176,55 @@ func (w *SlidingWindow) resetAt() time.Time {
 // the event has already left the window, there is nothing to give back.
 // The cost of a refund is the number of events admitted after r's.
 func (w *SlidingWindow) RefundAt(now time.Time, r Receipt) bool {
+	return w.adjust(now, r, -r.Cost)
+}
+
+// SettleAt settles the admission r records at actual units, once: the
+// difference comes out of its event when actual is less, and is added to it
+// when it is more, so that the window counts what was used while the event
+// is in it.
+func (w *SlidingWindow) SettleAt(now time.Time, r Receipt, actual int64) bool {
+	if actual < 0 {
+		return false
+	}
+	return w.adjust(now, r, actual-r.Cost)
+}
+
+// SetRateAt changes the limit and the window at now; the admissions in the
+// window stay counted. Receipts made before give nothing back afterwards.
+func (w *SlidingWindow) SetRateAt(now time.Time, limit Rate) error {
+	if err := limit.Validate(); err != nil {
+		return err
+	}
+	w.now(now)
+	w.limit, w.window = limit.Count, int64(limit.Per)
+	w.version++
+	w.expire(w.tl.last)
+	return nil
+}
+
+// SetBurstAt returns an error matching ErrInvalidConfig: a window has a
+// limit, which SetRateAt changes, and no burst.
+func (w *SlidingWindow) SetBurstAt(time.Time, int64) error {
+	return invalid("a sliding window has no burst: SetRateAt changes its limit")
+}
+
+// adjust adds delta to the event of the admission r records (a refund when
+// negative, down to nothing), once per receipt.
+func (w *SlidingWindow) adjust(now time.Time, r Receipt, delta int64) bool {
 	if !w.tl.started || r.Cost < 1 || r.Cost > w.limit || r.Seq < 1 || r.Seq > w.seq || w.book.spentAlready(r) {
 		return false
 	}
 	w.now(now)
+	expiry, latest := time.Duration(w.window), w.tl.time(w.tl.last)
+	live := func(mark time.Time) bool { return mark.Add(expiry).After(latest) }
 	d := r.Mark.Sub(w.tl.origin)
-	if d < 0 {
-		return false
+	switch {
+	case d < 0 || delta < 0 && r.Frac != w.version:
+		return false // left the window long ago, or counted under another limit
+	case delta == 0:
+		w.book.record(r, live)
+		return true
 	}
 	at := int64(d)
 	k := sort.Search(w.n, func(i int) bool { return w.at(i).at >= at })
@@ -192,15 +235,14 @@ func (w *SlidingWindow) RefundAt(now time.Time, r Receipt) bool {
 	if k > 0 {
 		prev = w.at(k - 1).total
 	}
-	take := min(w.at(k).total-prev, r.Cost)
+	change := max(delta, prev-w.at(k).total) // never below nothing
 	for i := k; i < w.n; i++ {
-		w.events[(w.head+i)%len(w.events)].total -= take
+		w.events[(w.head+i)%len(w.events)].total += change
 	}
 	if w.at(k).total == prev {
 		w.remove(k)
 	}
-	expiry, latest := time.Duration(w.window), w.tl.time(w.tl.last)
-	w.book.record(r, func(mark time.Time) bool { return mark.Add(expiry).After(latest) })
+	w.book.record(r, live)
 	return true
 }
 

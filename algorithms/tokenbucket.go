@@ -30,10 +30,10 @@ func NewTokenBucket(refill Rate, capacity int64) (*TokenBucket, error) {
 }
 
 // Capacity returns the bucket's size.
-func (b *TokenBucket) Capacity() int64 { return b.c.burst }
+func (b *TokenBucket) Capacity() int64 { return b.c.config().burst }
 
 // Rate returns the refill rate.
-func (b *TokenBucket) Rate() Rate { return b.c.rate }
+func (b *TokenBucket) Rate() Rate { return b.c.config().rate }
 
 // Clone returns a copy with the same state; the copy's gate is open.
 func (b *TokenBucket) Clone() Algorithm {
@@ -50,7 +50,7 @@ func (b *TokenBucket) AllowAt(now time.Time, cost int64) Decision {
 
 // LockFree reports whether this configuration keeps its state in one
 // atomic word (see GCRA.LockFree).
-func (b *TokenBucket) LockFree() bool { return b.c.word }
+func (b *TokenBucket) LockFree() bool { return b.c.config().word }
 
 // TryAllowAt decides for cost tokens at now while the gate is open; safe
 // from any goroutine.
@@ -76,4 +76,23 @@ func (b *TokenBucket) OpenGate() { b.c.openGate() }
 // RefundAt puts back the tokens of the admission r records that the
 // admissions after it have not already had to wait for (see Refunder and
 // GCRA.RefundAt). Owner only.
-func (b *TokenBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refund(now, r) }
+func (b *TokenBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refundAll(now, r) }
+
+// SettleAt settles the admission r records at actual units, once: the
+// difference is given back by the refund rule when actual is less, and
+// charged as debt when it is more (later admissions wait for it). Owner
+// only.
+func (b *TokenBucket) SettleAt(now time.Time, r Receipt, actual int64) bool { return b.c.settle(now, r, actual) }
+
+// SetRateAt changes the rate at now, keeping the capacity; SetBurstAt changes the
+// capacity, keeping the rate. What was admitted stays admitted: the units still
+// owed are paid at the new rate. Fast-path callers see the change
+// atomically. Receipts made before give nothing back afterwards. Owner only.
+func (b *TokenBucket) SetRateAt(now time.Time, rate Rate) error {
+	return b.c.reconfigure(now, rate, b.c.config().burst, "capacity")
+}
+
+// SetBurstAt changes the capacity at now; see SetRateAt.
+func (b *TokenBucket) SetBurstAt(now time.Time, capacity int64) error {
+	return b.c.reconfigure(now, b.c.config().rate, capacity, "capacity")
+}
