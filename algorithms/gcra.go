@@ -93,7 +93,9 @@ func (g *GCRA) RefundAt(now time.Time, r Receipt) bool { return g.c.refundAll(no
 // difference is given back by the refund rule when actual is less, and
 // charged as debt when it is more (later admissions wait for it). Owner
 // only.
-func (g *GCRA) SettleAt(now time.Time, r Receipt, actual int64) bool { return g.c.settle(now, r, actual) }
+func (g *GCRA) SettleAt(now time.Time, r Receipt, actual int64) bool {
+	return g.c.settle(now, r, actual)
+}
 
 // SetRateAt changes the rate at now, keeping the burst; SetBurstAt changes the
 // burst, keeping the rate. What was admitted stays admitted: the units still

@@ -21,9 +21,9 @@ type SlidingWindow struct {
 	// Each keeps the running total of every cost admitted up to and
 	// including it, so the total in the window is a subtraction and the
 	// instant enough capacity frees up is a binary search.
-	events []event
-	head   int
-	n      int
+	events  []event
+	head    int
+	n       int
 	before  int64 // running total just before the oldest kept event
 	seq     int64 // admissions made, ever: a receipt's identity
 	version int64 // SetRateAt calls so far: receipts of another version give nothing back

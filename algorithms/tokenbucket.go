@@ -82,7 +82,9 @@ func (b *TokenBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refun
 // difference is given back by the refund rule when actual is less, and
 // charged as debt when it is more (later admissions wait for it). Owner
 // only.
-func (b *TokenBucket) SettleAt(now time.Time, r Receipt, actual int64) bool { return b.c.settle(now, r, actual) }
+func (b *TokenBucket) SettleAt(now time.Time, r Receipt, actual int64) bool {
+	return b.c.settle(now, r, actual)
+}
 
 // SetRateAt changes the rate at now, keeping the capacity; SetBurstAt changes the
 // capacity, keeping the rate. What was admitted stays admitted: the units still

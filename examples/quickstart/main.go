@@ -19,7 +19,7 @@ func main() {
 		log.Fatal(err) // zero, negative or overflowing rates are errors, never panics
 	}
 	lim := actor.New(gcra, actor.WithName("api")) // one goroutine owns it from now on
-	defer lim.Close()                              // ...until Close, which ends that goroutine
+	defer lim.Close()                             // ...until Close, which ends that goroutine
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
