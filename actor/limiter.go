@@ -31,11 +31,9 @@ import (
 // BenchmarkIdleLimiterBytes). A Limiter is safe for concurrent use. Close it
 // when done: it owns a goroutine.
 type Limiter struct {
-	rt       *runtime
-	rate     *ratePolicy
-	gated    algorithms.Gated
-	lockFree bool // gated has a lock-free form: the fast path is worth a clock read
-	cap      int64
+	rt    *runtime
+	rate  *ratePolicy
+	gated algorithms.Gated
 }
 
 // New returns a Limiter that owns alg and starts its goroutine. alg must not
@@ -59,7 +57,8 @@ func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
 	p := &ratePolicy{alg: alg}
 	p.gated, _ = alg.(algorithms.Gated)
 	p.cloner, _ = alg.(algorithms.Cloner)
-	l := &Limiter{rate: p, gated: p.gated, lockFree: p.gated != nil && p.gated.LockFree(), cap: alg.Capacity()}
+	p.cap.Store(alg.Capacity())
+	l := &Limiter{rate: p, gated: p.gated}
 	l.rt = newRuntime(cfg, p, pprof.Labels("sluice.limiter", cfg.name, "sluice.algorithm", algorithmName(alg)))
 	p.epoch = l.rt.epoch
 	return l
@@ -190,9 +189,10 @@ func (l *Limiter) Allow() bool {
 
 // fast decides on the algorithm's lock-free path. decided is false, and the
 // clock not read, when the caller must ask the owner instead: the algorithm
-// has no lock-free form, or the owner holds requests or waiters.
+// has no lock-free form (now: SetRate can change it), or the owner holds
+// requests or waiters.
 func (l *Limiter) fast(cost int64) (now time.Time, ok bool, wait time.Duration, decided bool) {
-	if !l.lockFree || !l.rt.idle() {
+	if l.gated == nil || !l.rt.idle() || !l.gated.LockFree() {
 		return time.Time{}, false, 0, false
 	}
 	now = l.rt.cfg.clock.Now()
@@ -202,7 +202,7 @@ func (l *Limiter) fast(cost int64) (now time.Time, ok bool, wait time.Duration, 
 
 // fastGrant is fast with the whole decision, whose Receipt a Grant needs.
 func (l *Limiter) fastGrant(cost int64) (d algorithms.Decision, now time.Time, decided bool) {
-	if !l.lockFree || !l.rt.idle() {
+	if l.gated == nil || !l.rt.idle() || !l.gated.LockFree() {
 		return algorithms.Decision{}, time.Time{}, false
 	}
 	now = l.rt.cfg.clock.Now()
@@ -283,7 +283,7 @@ var (
 	_ permits.Refunder = (*Limiter)(nil)
 )
 
-func (l *Limiter) check(cost int64) error { return l.rt.check(cost, l.cap) }
+func (l *Limiter) check(cost int64) error { return l.rt.check(cost, l.rate.cap.Load()) }
 
 // result maps a round trip's answer to the API.
 func (l *Limiter) result(ctx context.Context, res result, cost int64) (permits.Permit, error) {
@@ -294,6 +294,8 @@ func (l *Limiter) result(ctx context.Context, res result, cost int64) (permits.P
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: res.retry}
 	case stDeadline:
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: res.retry, Cause: context.DeadlineExceeded}
+	case stTooLarge:
+		return permits.Permit{}, permits.CostExceedsCapacity(cost, int64(res.retry))
 	}
 	return permits.Permit{}, res.ended(ctx)
 }

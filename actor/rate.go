@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
@@ -26,6 +27,7 @@ type ratePolicy struct {
 	applied    bool  // the last prediction already admitted it in the shadow
 
 	last algorithms.Receipt // of the latest admission on the real state
+	cap  atomic.Int64       // the algorithm's capacity, which SetBurst changes
 }
 
 func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }
@@ -136,7 +138,7 @@ func (p *ratePolicy) idle() {
 // first prediction of a busy spell is needed.
 func (p *ratePolicy) rebuild(q *scheduler.Queue[*call], now int64) {
 	p.shadow = p.cloner.Clone()
-	p.shadowLast, p.applied = q.Last(), false
+	p.shadowLast, p.applied = max(q.Last(), q.Held()), false
 	if q.Len() > 0 {
 		p.shadowLast = max(p.shadowLast, q.HeadFloor(now))
 	}

@@ -58,6 +58,7 @@ type runtime struct {
 	armed   bool
 	last    int64 // the latest instant read: the owner's time never runs back
 	arrived int64 // the latest arrival stamp queued: arrivals keep their order in time
+	paused  int64 // no grant before this instant (Pause)
 	expiry  expiryList
 }
 
@@ -104,6 +105,9 @@ const (
 	opAcquire op = iota
 	opTry
 	opRefund // a rate grant given back unused (refund.go); answered
+	opTune   // a new rate or burst (tune.go)
+	opPause  // no grant before an instant (tune.go)
+	opSettle // a grant settled at its real cost (tune.go)
 )
 
 type status uint8
@@ -114,7 +118,8 @@ const (
 	stDeadline        // refused because the deadline is before the grant
 	stClosed
 	stCanceled
-	stRefused // a refund that gave nothing back
+	stRefused  // a refund that gave nothing back, a settlement refused
+	stTooLarge // the cost no longer fits the capacity; n holds the capacity
 )
 
 // call is one caller's round trip: its request, its reply channel and its
@@ -142,9 +147,16 @@ type call struct {
 	wantRc     bool // stGranted: copy the algorithm's receipt into extra
 }
 
-// callExtra holds what only refunds and refundable grants carry, allocated
-// the first time a pooled call needs it.
-type callExtra struct{ rc algorithms.Receipt }
+// callExtra holds what only refunds, refundable grants and tuning requests
+// carry, allocated the first time a pooled call needs it.
+type callExtra struct {
+	rc     algorithms.Receipt
+	actual int64 // opSettle
+	until  int64 // opPause, on the timeline
+	rate   algorithms.Rate
+	burst  int64 // opTune: a new burst, or 0 for a new rate
+	err    error // opTune's outcome
+}
 
 func (c *call) ext() *callExtra {
 	if c.extra == nil {
@@ -163,6 +175,9 @@ func (c *call) result() result {
 		}
 	} else {
 		res.retry = time.Duration(c.n)
+	}
+	if c.op == opTune {
+		res.err = c.extra.err
 	}
 	return res
 }
@@ -183,6 +198,7 @@ type result struct {
 	at     int64 // stGranted: the grant's instant on the owner's timeline
 	waited bool  // stGranted: the request waited in the queue
 	rc     algorithms.Receipt
+	err    error // opTune
 }
 
 func newRuntime(cfg config, pol policy, labels pprof.LabelSet) *runtime {
@@ -277,6 +293,8 @@ func (r *runtime) handle(c *call, now int64) {
 		r.reply(c, s, 0)
 	case opAcquire, opTry:
 		r.admit(c, now)
+	case opTune, opPause, opSettle:
+		r.control(c, now)
 	}
 }
 
@@ -300,7 +318,11 @@ func (r *runtime) admit(c *call, now int64) {
 	}
 	var grant int64
 	var known bool
-	if r.q.Len() == 0 {
+	switch {
+	case r.q.Len() == 0 && at < r.paused:
+		// Paused: nothing before the pause ends; the head's instant (the
+		// end of the pause) bounds the wait from below.
+	case r.q.Len() == 0:
 		ok, retry := r.pol.admit(at, c.node.Cost, !try)
 		if ok {
 			c.waited = false
@@ -308,15 +330,16 @@ func (r *runtime) admit(c *call, now int64) {
 			return
 		}
 		grant, known = retry, retry != 0
-	} else {
+	default:
 		need := try || c.hasDL || r.cfg.maxWait >= 0 || r.cfg.maxQueue > 0
 		grant, known = r.pol.predict(&r.q, now, at, c.node.Cost, need)
 	}
-	// Without a prediction, the head's due instant is a lower bound on any
-	// wait behind it: refuse what even that cannot meet.
+	// Without a prediction, the head's due instant (or the end of a pause)
+	// is a lower bound on any wait behind it: refuse what even that cannot
+	// meet.
 	floor := grant
 	if !known {
-		floor = max(r.q.Due(now), now+1)
+		floor = max(r.q.Due(now), r.paused, now+1)
 	}
 	wait := floor - now
 	switch {
@@ -388,6 +411,9 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 		if e := r.expiry.next(r); e != 0 && (wake == 0 || e < wake) {
 			wake = e
 		}
+		if wake == 0 && r.paused > now {
+			wake = r.paused // to reopen the lock-free paths when the pause ends
+		}
 		if wake == 0 {
 			break // nothing timed: no timer to arm from a fresh reading
 		}
@@ -400,7 +426,7 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 		r.expiry.clear()
 	}
 	r.arm(wake, now)
-	r.publish(wake)
+	r.publish(wake, now)
 	if !r.armed {
 		return nil
 	}
@@ -427,14 +453,14 @@ func (r *runtime) arm(wake, now int64) {
 }
 
 // publish tells the lock-free paths what they may do until the owner next
-// wakes: decide on their own (idle), or refuse at once behind the queue,
-// with a RetryAfter of at least the time until the tail's grant.
-func (r *runtime) publish(wake int64) {
-	if r.q.Len() == 0 {
+// wakes: decide on their own (idle), or refuse at once behind the queue or
+// a pause, with a RetryAfter of at least the time until the tail's grant.
+func (r *runtime) publish(wake, now int64) {
+	if r.q.Len() == 0 && r.paused <= now {
 		r.state.Store(stIdle)
 		return
 	}
-	tail := wake
+	tail := max(wake, r.paused)
 	if t, ok := r.pol.tail(); ok {
 		tail = max(tail, t)
 	}

@@ -82,8 +82,9 @@ type Gated interface {
 // 1,000 tokens that used 1,400. SettleAt settles the admission r records at
 // actual units, once (a settled receipt refunds nothing more): less than
 // admitted gives the difference back by the refund rule (Refunder), more is
-// charged as debt, so that later admissions wait for it. Every algorithm in
-// this package implements it. Owner only.
+// charged as debt, so that later admissions wait for it. It reports false,
+// changing nothing, for a receipt settled or refunded before. Every
+// algorithm in this package implements it. Owner only.
 type Settler interface {
 	SettleAt(now time.Time, r Receipt, actual int64) bool
 }

@@ -274,7 +274,8 @@ func (w *FixedWindow) decide(at time.Time, cost int64, fast, closeGate bool) (De
 // window has nothing to give back, since the count it was in no longer
 // applies. Owner only; safe beside fast-path callers.
 func (w *FixedWindow) RefundAt(now time.Time, r Receipt) bool {
-	return w.adjust(now, r, -r.Cost)
+	_, changed := w.adjust(now, r, -r.Cost)
+	return changed
 }
 
 // SettleAt settles the admission r records at actual units, once: the
@@ -284,7 +285,8 @@ func (w *FixedWindow) SettleAt(now time.Time, r Receipt, actual int64) bool {
 	if actual < 0 {
 		return false
 	}
-	return w.adjust(now, r, actual-r.Cost)
+	accepted, _ := w.adjust(now, r, actual-r.Cost)
+	return accepted
 }
 
 // SetRateAt changes the limit and the window at now. What the current
@@ -329,37 +331,33 @@ func (w *FixedWindow) SetBurstAt(time.Time, int64) error {
 
 // adjust adds delta to the count of the window the admission r records was
 // counted in, if that is the current one (a refund when negative, down to
-// nothing), once per receipt.
-func (w *FixedWindow) adjust(now time.Time, r Receipt, delta int64) bool {
+// nothing), once per receipt. accepted is false for a receipt settled or
+// refunded before (or not one of this window's); changed, whether the count
+// changed.
+func (w *FixedWindow) adjust(now time.Time, r Receipt, delta int64) (accepted, changed bool) {
 	if r.Cost < 1 || r.Seq > w.refunds.Load() || w.book.spentAlready(r) {
-		return false
+		return false, false
 	}
 	for {
 		e, s, d, ok := w.load(now, false)
-		if !ok {
-			return false
+		if !ok || r.Cost > e.limit {
+			return false, false
 		}
 		idx, count := w.unpack(e, s)
 		cur, count := e.current(idx, count, d)
 		start := e.base.Add(time.Duration(cur * e.window))
 		live := func(mark time.Time) bool { return !mark.Before(start) }
-		if cur != idx || !r.Mark.Equal(start) || r.Frac>>42 != e.version || r.Cost > e.limit {
-			return false
-		}
-		if delta == 0 {
-			w.book.record(r, live)
-			return true
-		}
 		next := min(max(count+delta, 0), e.limit) // a debt fills the window at most
-		if next == count {
-			return false
+		if cur != idx || !r.Mark.Equal(start) || r.Frac>>42 != e.version || next == count {
+			w.book.record(r, live) // its window is over, or nothing to change
+			return true, false
 		}
 		if w.store(e, s, idx, next, s&gateBit != 0) {
 			if delta < 0 {
 				w.refunds.Add(1)
 			}
 			w.book.record(r, live)
-			return true
+			return true, true
 		}
 	}
 }

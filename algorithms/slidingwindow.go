@@ -176,7 +176,8 @@ func (w *SlidingWindow) resetAt() time.Time {
 // the event has already left the window, there is nothing to give back.
 // The cost of a refund is the number of events admitted after r's.
 func (w *SlidingWindow) RefundAt(now time.Time, r Receipt) bool {
-	return w.adjust(now, r, -r.Cost)
+	_, changed := w.adjust(now, r, -r.Cost)
+	return changed
 }
 
 // SettleAt settles the admission r records at actual units, once: the
@@ -187,7 +188,8 @@ func (w *SlidingWindow) SettleAt(now time.Time, r Receipt, actual int64) bool {
 	if actual < 0 {
 		return false
 	}
-	return w.adjust(now, r, actual-r.Cost)
+	accepted, _ := w.adjust(now, r, actual-r.Cost)
+	return accepted
 }
 
 // SetRateAt changes the limit and the window at now; the admissions in the
@@ -210,26 +212,25 @@ func (w *SlidingWindow) SetBurstAt(time.Time, int64) error {
 }
 
 // adjust adds delta to the event of the admission r records (a refund when
-// negative, down to nothing), once per receipt.
-func (w *SlidingWindow) adjust(now time.Time, r Receipt, delta int64) bool {
-	if !w.tl.started || r.Cost < 1 || r.Cost > w.limit || r.Seq < 1 || r.Seq > w.seq || w.book.spentAlready(r) {
-		return false
+// negative, down to nothing), once per receipt. accepted is false for a
+// receipt settled or refunded before (or not one of this window's);
+// changed, whether the window changed.
+func (w *SlidingWindow) adjust(now time.Time, r Receipt, delta int64) (accepted, changed bool) {
+	if !w.tl.started || r.Cost < 1 || r.Seq < 1 || r.Seq > w.seq || w.book.spentAlready(r) {
+		return false, false
 	}
 	w.now(now)
 	expiry, latest := time.Duration(w.window), w.tl.time(w.tl.last)
 	live := func(mark time.Time) bool { return mark.Add(expiry).After(latest) }
+	defer w.book.record(r, live)
 	d := r.Mark.Sub(w.tl.origin)
-	switch {
-	case d < 0 || delta < 0 && r.Frac != w.version:
-		return false // left the window long ago, or counted under another limit
-	case delta == 0:
-		w.book.record(r, live)
-		return true
+	if d < 0 || delta == 0 || delta < 0 && r.Frac != w.version {
+		return true, false // long gone, nothing to change, or counted under another limit
 	}
 	at := int64(d)
 	k := sort.Search(w.n, func(i int) bool { return w.at(i).at >= at })
 	if k == w.n || w.at(k).at != at {
-		return false // left the window
+		return true, false // left the window
 	}
 	prev := w.before
 	if k > 0 {
@@ -242,8 +243,7 @@ func (w *SlidingWindow) adjust(now time.Time, r Receipt, delta int64) bool {
 	if w.at(k).total == prev {
 		w.remove(k)
 	}
-	w.book.record(r, live)
-	return true
+	return true, change != 0
 }
 
 // remove drops event k, moving the later ones up.

@@ -384,13 +384,14 @@ func satMul(a, b int64) int64 {
 	return int64(lo)
 }
 
-// charge adds extra units of debt to the TAT, as if the admission r records
-// had taken cost + extra: later admissions wait for it. It is capped where
-// the word would overflow, decades of debt away.
-func (c *tatCore) charge(now time.Time, extra int64) bool {
+// charge adds extra units of debt to the TAT, as if the admission had taken
+// extra units more: later admissions wait for it. It is capped where the
+// word would overflow, decades of debt away.
+func (c *tatCore) charge(now time.Time, extra int64) {
 	e := c.ep.Load()
 	if !e.word {
-		return c.wide.charge(now, extra)
+		c.wide.charge(now, extra)
+		return
 	}
 	for {
 		e, w, n, ok := c.load(now, false)
@@ -400,29 +401,27 @@ func (c *tatCore) charge(now time.Time, extra int64) bool {
 		tat := max(int64(w&tickMask), n)
 		next := min(satAdd(tat, satMul(extra, e.per)), tickMask)
 		if c.state.CompareAndSwap(w, w&^tickMask|uint64(next)) {
-			return true
+			return
 		}
 	}
 }
 
 // settle settles the admission r records at actual units: the difference
 // given back by the refund rule when actual is less, charged as debt when it
-// is more. A receipt settles (or refunds) once.
+// is more. A receipt settles (or refunds) once: it reports false for one
+// settled or refunded before.
 func (c *tatCore) settle(now time.Time, r Receipt, actual int64) bool {
 	if r.Cost < 1 || actual < 0 || c.book.spentAlready(r) {
 		return false
 	}
-	var ok bool
 	switch {
 	case actual < r.Cost:
-		ok = c.refund(now, r, r.Cost-actual)
+		c.refund(now, r, r.Cost-actual)
 	case actual > r.Cost:
-		ok = c.charge(now, actual-r.Cost)
-	default:
-		ok = true
+		c.charge(now, actual-r.Cost)
 	}
 	c.book.record(r, func(mark time.Time) bool { return !mark.Before(now) })
-	return ok
+	return true
 }
 
 // refundAll is RefundAt: the whole cost, once.

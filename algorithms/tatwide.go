@@ -103,7 +103,7 @@ func (w *wideTAT) refund(now time.Time, r Receipt, cost, given int64, total *ato
 }
 
 // charge adds extra units of debt to the TAT.
-func (w *wideTAT) charge(now time.Time, extra int64) bool {
+func (w *wideTAT) charge(now time.Time, extra int64) {
 	n := w.now(now)
 	if w.tat.less(fixed{n, 0}) {
 		w.tat = fixed{n, 0}
@@ -114,5 +114,4 @@ func (w *wideTAT) charge(now time.Time, extra int64) bool {
 	} else {
 		w.tat = fixed{limit, 0}
 	}
-	return true
 }

@@ -18,6 +18,11 @@ var (
 	// ErrClosed is returned by a closed limiter, and to every caller that was
 	// waiting when it closed.
 	ErrClosed = errors.New("sluice: limiter closed")
+	// ErrUnknownGrant is returned for a grant or permit a limiter cannot
+	// settle: one of another limiter, one settled or refunded before, or a
+	// permit that keeps no record of its grants (settle the permits of All,
+	// or the Grants of AcquireGrant).
+	ErrUnknownGrant = errors.New("sluice: unknown or already settled grant")
 )
 
 // RateLimitError is a refusal that waiting could cure. It matches
