@@ -19,7 +19,9 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 }
 
-func tooMany(max int) error { return fmt.Errorf("%w: %d live keys is the most this limiter tracks", ErrTooManyKeys, max) }
+func tooMany(max int) error {
+	return fmt.Errorf("%w: %d live keys is the most this limiter tracks", ErrTooManyKeys, max)
+}
 
 var errNilAlgorithm = errors.New("the constructor returned a nil algorithm and no error")
 

@@ -212,7 +212,7 @@ func TestMaxWaitAndMaxQueuePerKey(t *testing.T) {
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		g := newGrants()
-		queue(&wg, l, "k", g, seq(0, 1), nil, 1) // 100ms
+		queue(&wg, l, "k", g, seq(0, 1), nil, 1)         // 100ms
 		_, err = l.Acquire(context.Background(), "k", 1) // 200ms: beyond max wait
 		assert.ErrorIs(t, err, permits.ErrRateLimited)
 		assert.NotErrorIs(t, err, context.DeadlineExceeded)

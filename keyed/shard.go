@@ -31,12 +31,12 @@ type shard[K comparable] struct {
 	calls    sync.Pool
 
 	// owner
-	heap    []*entry[K] // min-heap on due: waiting keys and idle keys to look at again
-	doomed  []*entry[K] // keys found full, to drop under the write lock
-	timer   Timer
-	armed   bool
-	armedAt int64
-	last    int64               // the latest instant read: the owner's time never runs back
+	heap     []*entry[K] // min-heap on due: waiting keys and idle keys to look at again
+	doomed   []*entry[K] // keys found full, to drop under the write lock
+	timer    Timer
+	armed    bool
+	armedAt  int64
+	last     int64               // the latest instant read: the owner's time never runs back
 	granting algorithms.Decision // the decision of the grant being made
 }
 
@@ -167,6 +167,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	}
 	if w != nil {
 		w.dropped()
+		w.publish(w.q.Due(now)) // the prediction may have built the shadow
 		return
 	}
 	// Refused on a queue that stayed empty: the denial may have closed the
