@@ -77,6 +77,7 @@ func (s *shard[K]) create(key K) (*entry[K], error) {
 	}
 	e := newEntry(key, alg)
 	s.keys[key] = e
+	s.peak = max(s.peak, len(s.keys))
 	s.born = append(s.born, e)
 	if !s.bornFlag.Swap(true) {
 		s.kick()

@@ -9,7 +9,7 @@ import (
 // entry is one live key: its algorithm, and what its shard's owner needs to
 // schedule it. Every live key holds one, so its size is the memory a key
 // costs beside its algorithm and its slot in the shard's map (64 bytes for
-// a string key, measured in BenchmarkBytesPerKey).
+// a string key; bench/ measures the whole cost of a key).
 type entry[K comparable] struct {
 	alg algorithms.Algorithm
 	key K

@@ -22,6 +22,7 @@ type shard[K comparable] struct {
 	mu   sync.RWMutex
 	keys map[K]*entry[K]
 	born []*entry[K] // under mu: keys made since the owner last looked
+	peak int         // under mu: the most keys the map has held since it was made
 
 	inbox    atomic.Pointer[call[K]]
 	cancels  atomic.Pointer[call[K]]
@@ -345,10 +346,36 @@ func (s *shard[K]) evict(now int64) {
 			delete(s.keys, e.key)
 			s.l.keys.Add(-1)
 		}
+		s.shrink()
 		s.mu.Unlock()
 		clear(batch)
 		s.doomed = s.doomed[:len(s.doomed)-len(batch)]
 	}
+	if c := cap(s.heap); c >= shrinkFrom && len(s.heap) <= c/4 {
+		s.heap = append(make([]*entry[K], 0, 2*len(s.heap)), s.heap...)
+	}
+	if cap(s.doomed) >= shrinkFrom {
+		s.doomed = nil
+	}
+}
+
+// shrinkFrom is the size from which the owner gives back the memory of a
+// map or a heap that has emptied to a quarter of its peak.
+const shrinkFrom = 64
+
+// shrink copies the map into a new one once it holds a quarter of its
+// peak: a Go map never gives back the table it grew, so without it the
+// memory of a burst of keys would stay after they went idle. O(live keys),
+// under the write lock, at most once per halving.
+func (s *shard[K]) shrink() {
+	if s.peak < shrinkFrom || len(s.keys) > s.peak/4 {
+		return
+	}
+	m := make(map[K]*entry[K], 2*len(s.keys))
+	for k, e := range s.keys {
+		m[k] = e
+	}
+	s.keys, s.peak = m, len(m)
 }
 
 // arm keeps the one timer armed for wake (0: none), from now.
