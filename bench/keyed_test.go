@@ -3,6 +3,7 @@ package bench_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/bench/internal/scenario"
 )
@@ -53,7 +54,7 @@ func TestKeyedMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := scenario.HTTPRateMemory(20_000)
+	h, err := scenario.HTTPRateMemory(20_000, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func KeyByIP(opts ...IPOption) (KeyFunc, error) {
 		if err != nil {
 			return "", err
 		}
-		return prefixIP + group(a, cfg.v6bits), nil
+		return ipKey(a, cfg.v6bits), nil
 	}, nil
 }
 
@@ -169,13 +169,16 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// group returns the key of a: itself for IPv4, its prefix of bits for IPv6.
-func group(a netip.Addr, bits int) string {
+// ipKey returns the key of a: "ip:" and a itself for IPv4, its prefix of
+// bits for IPv6, in one allocation.
+func ipKey(a netip.Addr, bits int) string {
+	var buf [64]byte
+	b := append(buf[:0], prefixIP...)
 	if a.Is4() || bits >= 128 {
-		return a.String()
+		return string(a.AppendTo(b))
 	}
 	p, _ := a.Prefix(bits)
-	return p.String()
+	return string(p.AppendTo(b))
 }
 
 // KeyByHeader returns a KeyFunc keying requests by the value of a header

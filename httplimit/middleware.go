@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/permits"
@@ -112,6 +113,7 @@ type middleware struct {
 	ql         permits.KeyedQuotaLimiter[string]
 	key        KeyFunc
 	policyName string // the policy as an sf-string, formatted once
+	last       atomic.Pointer[policyCache]
 }
 
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -167,21 +169,33 @@ func (m *middleware) decide(r *http.Request, k string, cost int64) (permits.Quot
 	return permits.Quota{}, err
 }
 
-// policy formats RateLimit-Policy for q.
+// policy formats RateLimit-Policy for q. Keys mostly share one policy, so
+// the last one formatted is kept and reused.
 func (m *middleware) policy(q permits.Quota) string {
 	w := m.cfg.window
 	if w <= 0 {
 		w = q.Window
 	}
-	b := make([]byte, 0, len(m.policyName)+32)
-	b = append(b, m.policyName...)
+	if c := m.last.Load(); c != nil && c.limit == q.Limit && c.window == w {
+		return c.value
+	}
+	var buf [80]byte
+	b := append(buf[:0], m.policyName...)
 	b = append(b, ";q="...)
 	b = strconv.AppendInt(b, q.Limit, 10)
 	if s := Seconds(w); s > 0 {
 		b = append(b, ";w="...)
 		b = strconv.AppendInt(b, s, 10)
 	}
-	return string(b)
+	c := &policyCache{limit: q.Limit, window: w, value: string(b)}
+	m.last.Store(c)
+	return c.value
+}
+
+type policyCache struct {
+	limit  int64
+	window time.Duration
+	value  string
 }
 
 // limit formats RateLimit for q: after a grant, t is the time until the
@@ -192,8 +206,8 @@ func (m *middleware) limit(q permits.Quota, refused bool) string {
 	if refused {
 		t = q.RetryAfter
 	}
-	b := make([]byte, 0, len(m.policyName)+32)
-	b = append(b, m.policyName...)
+	var buf [80]byte
+	b := append(buf[:0], m.policyName...)
 	b = append(b, ";r="...)
 	b = strconv.AppendInt(b, q.Remaining, 10)
 	b = append(b, ";t="...)

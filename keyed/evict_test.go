@@ -198,3 +198,30 @@ func TestCreatingAKeyRacesWell(t *testing.T) {
 		assert.Equal(t, 1, l.Stats().Keys)
 	})
 }
+
+func TestIdleTimeoutKeepsAFullKeyForAWhile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &counting{made: map[string]int{}, alg: func() (algorithms.Algorithm, error) {
+			return algorithms.NewGCRA(algorithms.PerSecond(10), 5)
+		}}
+		l := newLimiter(t, c.new, keyed.WithIdleTimeout(time.Second))
+		_, err := l.TryAcquire("k", 1)
+		require.NoError(t, err)
+		// Full at 100ms, looked at again at 1.1s.
+		time.Sleep(time.Second + 99*time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 1, l.Stats().Keys)
+		_, err = l.TryAcquire("k", 1) // used again: the same key
+		require.NoError(t, err)
+		assert.Equal(t, 1, c.count("k"))
+		// Found in use at 1.1s, full again at 1.199s: dropped at 2.199s.
+		time.Sleep(time.Second + 99*time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 1, l.Stats().Keys)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 0, l.Stats().Keys)
+		_, err = keyed.New(c.new, keyed.WithIdleTimeout(-1))
+		assert.ErrorIs(t, err, keyed.ErrInvalidConfig)
+	})
+}

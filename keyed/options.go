@@ -15,6 +15,7 @@ type config struct {
 	maxKeys  int
 	maxWait  time.Duration // < 0: no limit
 	maxQueue int           // <= 0: no limit
+	idle     time.Duration // how long a key stays full before it is dropped
 }
 
 func defaults() config {
@@ -26,7 +27,7 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // WithShards sets the number of owners (goroutines), rounded up to a power
-// of two: at least 1, at most 4096. The default is four per GOMAXPROCS.
+// of two, at most 4096; 0 means the default, four per GOMAXPROCS.
 func WithShards(n int) Option { return optionFunc(func(c *config) { c.shards = n }) }
 
 // WithMaxKeys caps the keys tracked at once: a request for a key that is
@@ -43,6 +44,16 @@ func WithMaxWait(d time.Duration) Option { return optionFunc(func(c *config) { c
 // key's queue longer fails at once with *permits.RateLimitError whose
 // RetryAfter is its predicted wait. n <= 0 removes the limit (the default).
 func WithMaxQueue(n int) Option { return optionFunc(func(c *config) { c.maxQueue = n }) }
+
+// WithIdleTimeout keeps a key whose state is full again for about d more
+// before it is dropped: the owner looks at a key d after the instant it
+// said it would be full, and drops it if it is full then (0, the default:
+// at that instant, within about 10ms). A client whose
+// requests come further apart than its state takes to refill makes a new
+// key, one allocation of about 300 bytes, for each of them; a timeout of a
+// second or so keeps such keys for a little more memory. A negative d is
+// invalid.
+func WithIdleTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.idle = d }) }
 
 // WithClock replaces package time, for simulations that drive time
 // themselves. Tests should prefer testing/synctest with the default clock.
@@ -69,6 +80,8 @@ func (c *config) validate() error {
 		return invalid("shards must be between 1 and %d, got %d", maxShards, c.shards)
 	case c.maxKeys < 0:
 		return invalid("max keys must be 0 (no cap) or positive, got %d", c.maxKeys)
+	case c.idle < 0:
+		return invalid("idle timeout must not be negative, got %v", c.idle)
 	}
 	if c.shards == 0 {
 		c.shards = 4 * runtime.GOMAXPROCS(0)

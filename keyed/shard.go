@@ -302,8 +302,8 @@ func (s *shard[K]) runDue(now int64) {
 			s.remove(e) // its request's answer puts it back
 			continue
 		}
-		if reset, full := s.full(e, now); !full {
-			s.watch(e, max(reset, now+int64(recheck)))
+		if again, full := s.full(e, now); !full {
+			s.watch(e, max(again, now+int64(recheck)))
 			continue
 		}
 		s.remove(e)
@@ -312,13 +312,15 @@ func (s *shard[K]) runDue(now int64) {
 }
 
 // full reports whether e's state is back to full capacity at now (its
-// ResetAt has come), and if not when it will be. A decision for cost 0
-// changes nothing and, on the lock-free form, is safe beside fast-path
-// callers.
-func (s *shard[K]) full(e *entry[K], now int64) (reset int64, ok bool) {
+// ResetAt has come), and if not when the owner should look again: the
+// instant it will be full plus WithIdleTimeout, so that a key is dropped
+// only once it has stayed full that long since the owner last found it in
+// use. A decision for cost 0 changes nothing and, on the lock-free form, is
+// safe beside fast-path callers.
+func (s *shard[K]) full(e *entry[K], now int64) (again int64, ok bool) {
 	d := e.alg.AllowAt(s.l.t(now), 0)
-	reset = s.l.ns(d.ResetAt)
-	return reset, reset <= now
+	reset := s.l.ns(d.ResetAt)
+	return reset + int64(s.l.cfg.idle), reset <= now
 }
 
 // evictBatch bounds how many keys the owner drops under one hold of the
@@ -339,8 +341,8 @@ func (s *shard[K]) evict(now int64) {
 			if e.busy() || e.w.Load() != nil {
 				continue // its request's answer, or its queue, puts it back
 			}
-			if reset, full := s.full(e, now); !full {
-				s.watch(e, max(reset, now+int64(recheck)))
+			if again, full := s.full(e, now); !full {
+				s.watch(e, max(again, now+int64(recheck)))
 				continue
 			}
 			delete(s.keys, e.key)
