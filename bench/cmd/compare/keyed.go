@@ -86,7 +86,9 @@ func keyedSection(r *runner, b *strings.Builder) {
 
 // httprateWindow is a window longer than making n keys in httprate takes
 // (about a microsecond each), so that none rolls over while they are made.
-func httprateWindow(n int) time.Duration { return max(200*time.Millisecond, time.Duration(n)*3*time.Microsecond) }
+func httprateWindow(n int) time.Duration {
+	return max(200*time.Millisecond, time.Duration(n)*3*time.Microsecond)
+}
 
 func perSec(m micro) string {
 	if !m.ok {
