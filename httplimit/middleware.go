@@ -134,6 +134,11 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil && !errors.Is(err, permits.ErrRateLimited) {
+		// WithWait's bound ran out while the request waited: a refusal
+		// whose wait nobody predicted.
+		err = &permits.RateLimitError{RetryAfter: 1, Cause: err}
+	}
 	if wait, ok := permits.RetryAfter(err); ok {
 		h["Retry-After"] = []string{strconv.FormatInt(Seconds(wait), 10)}
 		m.cfg.denied(w, r, Denial{Key: k, Policy: m.cfg.policy, Quota: q, RetryAfter: wait, Err: err})
@@ -147,7 +152,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 // decide asks the limiter, the Quota with it when the limiter tells it.
 func (m *middleware) decide(r *http.Request, k string, cost int64) (permits.Quota, error) {
-	if !m.cfg.wait {
+	if !m.cfg.wait || m.cfg.maxWait == 0 {
 		if m.ql != nil {
 			_, q, err := m.ql.TryAcquireQuota(k, cost)
 			return q, err

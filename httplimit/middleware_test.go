@@ -224,6 +224,22 @@ func TestWaitInsteadOfRefusing(t *testing.T) {
 	})
 }
 
+func TestWaitZeroNeverWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := gcraLimiter(t, algorithms.PerSecond(1), 1)
+		h := httplimit.Middleware(l, httplimit.KeyByHeader("X-User"), httplimit.WithWait(0))(ok)
+		var codes []int
+		for range 2 {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			req.Header.Set("X-User", "u")
+			h.ServeHTTP(rec, req)
+			codes = append(codes, rec.Code)
+		}
+		assert.Equal(t, []int{200, 429}, codes)
+	})
+}
+
 func TestAClientThatGoesAwayWhileWaitingLeavesTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := gcraLimiter(t, algorithms.PerHour(1), 1)
