@@ -297,6 +297,7 @@ func (q *poolPolicy) removed()                    {}
 func (q *poolPolicy) tail() (int64, bool)         { return 0, false }
 func (q *poolPolicy) receipt() algorithms.Receipt { return algorithms.Receipt{} }
 func (q *poolPolicy) admitted(at int64) int64     { return at }
+func (q *poolPolicy) quota() (int64, int64)       { return -1, 0 }
 
 // idle reopens the fast path: nobody waits.
 func (q *poolPolicy) idle() {

@@ -26,8 +26,9 @@ type ratePolicy struct {
 	shadowLast int64 // scheduled instant of the last waiter in the shadow
 	applied    bool  // the last prediction already admitted it in the shadow
 
-	last algorithms.Receipt // of the latest admission on the real state
-	cap  atomic.Int64       // the algorithm's capacity, which SetBurst changes
+	last  algorithms.Receipt  // of the latest admission on the real state
+	lastD algorithms.Decision // the latest admit's decision, for quota
+	cap   atomic.Int64        // the algorithm's capacity, which SetBurst changes
 }
 
 func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }
@@ -48,6 +49,7 @@ func (p *ratePolicy) admit(now, cost int64, wait bool) (bool, int64) {
 	} else {
 		d = p.alg.AllowAt(p.t(now), cost)
 	}
+	p.lastD = d
 	if d.Allowed {
 		p.last = d.Receipt
 		return true, 0
@@ -65,6 +67,10 @@ func (p *ratePolicy) decide(at, cost int64) (bool, int64) {
 }
 
 func (p *ratePolicy) receipt() algorithms.Receipt { return p.last }
+
+func (p *ratePolicy) quota() (remaining, reset int64) {
+	return p.lastD.Remaining, max(p.ns(p.lastD.ResetAt), 0)
+}
 
 // admitted is the instant of the last admission on the timeline: at, or the
 // later instant the algorithm counted it at when it had seen one.

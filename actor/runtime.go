@@ -82,6 +82,9 @@ type policy interface {
 	// one).
 	receipt() algorithms.Receipt
 	admitted(at int64) int64
+	// quota is what remained after the last admit, and when the state is
+	// full again; remaining is -1 when the policy cannot tell.
+	quota() (remaining, reset int64)
 	// predict returns when cost arriving at arrival would be granted behind
 	// everything queued, the owner's clock reading now; known is false when
 	// it cannot tell (or need is false and telling would cost more than
@@ -145,6 +148,7 @@ type call struct {
 	hasDL      bool
 	waited     bool // stGranted: granted from the queue, not on arrival
 	wantRc     bool // stGranted: copy the algorithm's receipt into extra
+	wantQuota  bool // opTry: report what remains (extra.remaining, extra.reset)
 }
 
 // callExtra holds what only refunds, refundable grants and tuning requests
@@ -156,6 +160,10 @@ type callExtra struct {
 	rate   algorithms.Rate
 	burst  int64 // opTune: a new burst, or 0 for a new rate
 	err    error // opTune's outcome
+
+	// opTry with wantQuota: what remains after the decision and when the
+	// state is full again (on the timeline), or remaining -1 when unknown.
+	remaining, reset int64
 }
 
 func (c *call) ext() *callExtra {
@@ -179,6 +187,9 @@ func (c *call) result() result {
 	if c.op == opTune {
 		res.err = c.extra.err
 	}
+	if c.wantQuota {
+		res.remaining, res.reset = c.extra.remaining, c.extra.reset
+	}
 	return res
 }
 
@@ -199,6 +210,8 @@ type result struct {
 	waited bool  // stGranted: the request waited in the queue
 	rc     algorithms.Receipt
 	err    error // opTune
+	// opTry with wantQuota: what remains, and when full again (timeline)
+	remaining, reset int64
 }
 
 func newRuntime(cfg config, pol policy, labels pprof.LabelSet) *runtime {
@@ -324,6 +337,10 @@ func (r *runtime) admit(c *call, now int64) {
 		// end of the pause) bounds the wait from below.
 	case r.q.Len() == 0:
 		ok, retry := r.pol.admit(at, c.node.Cost, !try)
+		if c.wantQuota {
+			x := c.ext()
+			x.remaining, x.reset = r.pol.quota()
+		}
 		if ok {
 			c.waited = false
 			r.grant(c, at)
@@ -342,6 +359,10 @@ func (r *runtime) admit(c *call, now int64) {
 		floor = max(r.q.Due(now), r.paused, now+1)
 	}
 	wait := floor - now
+	if c.wantQuota && r.q.Len() > 0 || c.wantQuota && at < r.paused {
+		x := c.ext()
+		x.remaining, x.reset = 0, floor // behind the queue or a pause: nothing remains until then
+	}
 	switch {
 	case try:
 		r.refuse(c, stLimited, wait)

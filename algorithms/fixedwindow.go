@@ -86,6 +86,12 @@ func newFWConfig(limit Rate, version int64) (fwConfig, error) {
 // Capacity returns the limit.
 func (w *FixedWindow) Capacity() int64 { return w.ep.Load().limit }
 
+// Rate returns the limit per window, as NewFixedWindow took it.
+func (w *FixedWindow) Rate() Rate {
+	e := w.ep.Load()
+	return Rate{Count: e.limit, Per: time.Duration(e.window)}
+}
+
 // LockFree reports whether the state is one atomic word (limits below
 // 2^41), so that TryAllowAt and TryAdmitAt decide from any goroutine.
 func (w *FixedWindow) LockFree() bool { return w.ep.Load().word }

@@ -51,6 +51,9 @@ func NewSlidingWindow(limit Rate) (*SlidingWindow, error) {
 // Capacity returns the limit.
 func (w *SlidingWindow) Capacity() int64 { return w.limit }
 
+// Rate returns the limit per window, as NewSlidingWindow took it.
+func (w *SlidingWindow) Rate() Rate { return Rate{Count: w.limit, Per: time.Duration(w.window)} }
+
 // Clone returns a copy with the same state. It copies the live entries
 // only, however large the ring grew.
 func (w *SlidingWindow) Clone() Algorithm {

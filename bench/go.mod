@@ -3,6 +3,7 @@ module github.com/sluicehq/sluice/bench
 go 1.25.0
 
 require (
+	github.com/go-chi/httprate v0.16.1
 	github.com/sluicehq/sluice v0.0.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	go.uber.org/goleak v1.3.0
@@ -11,6 +12,11 @@ require (
 	golang.org/x/time v0.15.0
 )
 
-require github.com/benbjohnson/clock v1.3.0 // indirect
+require (
+	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
+	github.com/zeebo/xxh3 v1.0.2 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+)
 
 replace github.com/sluicehq/sluice => ../
