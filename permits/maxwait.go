@@ -25,7 +25,9 @@ func (f doOption) applyDo(c *doConfig) { f(c) }
 // *RateLimitError (matching ErrRateLimited, and not context.DeadlineExceeded:
 // ctx has not ended) before the call is made. d <= 0 means the permit must be
 // free at once.
-func WithMaxWait(d time.Duration) Option { return doOption(func(c *doConfig) { c.maxWait = max(d, 0) }) }
+func WithMaxWait(d time.Duration) Option {
+	return doOption(func(c *doConfig) { c.maxWait = max(d, 0) })
+}
 
 // MaxWait returns lim with every Acquire's wait bounded by d, apart from the
 // caller's context, which the permit's holder keeps whole: a wait that would
