@@ -107,10 +107,14 @@ func (r *runtime) park(timerC <-chan time.Time) {
 		r.sleep.Store(awake)
 		return
 	}
-	select {
-	case <-r.wake:
-	case <-timerC:
-		r.armed = false
+	if timerC == nil {
+		<-r.wake // a plain receive: cheaper than a select
+	} else {
+		select {
+		case <-r.wake:
+		case <-timerC:
+			r.armed = false
+		}
 	}
 	r.sleep.Store(awake)
 }

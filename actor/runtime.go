@@ -30,13 +30,17 @@ type runtime struct {
 	calls sync.Pool
 
 	closed atomic.Bool
+	wake   chan struct{} // capacity 1: a token means "look at the inbox"
 
 	// inbox holds requests newest first, linked through call.next;
 	// cancels holds cancellations, linked through call.cancelNext. The
-	// owner takes both at once, cancellations first (inbox.go).
+	// owner takes both at once, cancellations first (inbox.go). Callers
+	// write them; they have a cache line of their own, apart from what the
+	// owner writes and callers only read.
+	_       [64]byte
 	inbox   atomic.Pointer[call]
 	cancels atomic.Pointer[call]
-	wake    chan struct{} // capacity 1: a token means "look at the inbox"
+	_       [48]byte
 
 	// state is what the owner publishes to the lock-free paths: stIdle
 	// (nothing to do, the fast path may decide), stBusy (handling requests:
@@ -46,6 +50,7 @@ type runtime struct {
 	state atomic.Int32
 	sleep atomic.Int32
 	tail  atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
+	_     [48]byte
 
 	granted, rejected, canceled counter
 	waiting                     atomic.Int64 // Acquires sent whose callers have not returned
@@ -243,14 +248,19 @@ func (r *runtime) stamp() int64 { return int64(r.cfg.clock.Now().Sub(r.epoch)) }
 // the request": see arrivalStamp.
 const ownerStamp = math.MinInt64
 
-// arrivalStamp is the arrival instant a caller sends with its request. When
-// the owner is idle with an empty inbox, the request wakes it and is taken
-// at once, so the owner's own reading of the batch is the arrival, and the
-// caller saves a clock read; otherwise the request may wait for the owner
-// (behind a queue, behind a slow decision), and the caller's reading keeps
-// its place in virtual time.
+// arrivalStamp is the arrival instant a caller sends with its request.
+// While waiters are queued, a request may wait for the owner (it does not
+// wake an owner that sleeps on its timer, and the queue's instants are what
+// it is scheduled from), so the caller's own reading keeps its place in
+// virtual time. Otherwise the request is taken at the owner's next batch,
+// whose reading is its arrival, and the caller saves a clock read (about
+// 40ns on a virtual machine): the owner is idle and the request wakes it, or
+// busy with requests that are granted at once. Only a decision that is slow
+// while nobody waits then stamps the requests behind it late, which costs
+// them the capacity that came back during the stall, never more than the
+// algorithm allows.
 func (r *runtime) arrivalStamp() int64 {
-	if r.idle() {
+	if r.state.Load() != stWaiting {
 		return ownerStamp
 	}
 	return r.stamp()
