@@ -87,6 +87,11 @@ func algorithmName(alg algorithms.Algorithm) string {
 // cancellation race and the grant wins, it returns the permit and a nil
 // error.
 func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
+	return l.acquire(ctx, cost, nil)
+}
+
+// acquire is Acquire in lane ln (nil: the limiter's own requests).
+func (l *Limiter) acquire(ctx context.Context, cost int64, ln *Lane) (permits.Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return permits.Permit{}, err
 	}
@@ -99,6 +104,7 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 		return permits.NewPermit(cost, nil, nil), nil
 	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false)
+	c.lane = ln
 	return l.result(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
@@ -106,6 +112,10 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 // instant of the grant, whether it waited, and the algorithm's record of it.
 // It allocates nothing.
 func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, error) {
+	return l.acquireGrant(ctx, cost, nil)
+}
+
+func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permits.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return permits.Grant{}, err
 	}
@@ -118,6 +128,7 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 		return l.newGrant(cost, now, false, d.Receipt), nil
 	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true)
+	c.lane = ln
 	return l.grant(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
@@ -126,7 +137,9 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 // whose RetryAfter is exact when nobody waits (the algorithm's RetryAt) and,
 // while others wait, the time until the owner's prediction for a newcomer
 // (at least the head's wait), given without asking the owner.
-func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
+func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) { return l.tryAcquire(cost, nil) }
+
+func (l *Limiter) tryAcquire(cost int64, ln *Lane) (permits.Permit, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Permit{}, err
 	}
@@ -140,12 +153,17 @@ func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
 	if wait, behind := l.behind(); behind {
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: wait}
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false), true)
-	return l.result(context.Background(), res, cost)
+	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false)
+	c.lane = ln
+	return l.result(context.Background(), l.rt.roundTrip(context.Background(), c, true), cost)
 }
 
 // TryAcquireGrant is TryAcquire, returning the permit as a Grant for Refund.
 func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
+	return l.tryAcquireGrant(cost, nil)
+}
+
+func (l *Limiter) tryAcquireGrant(cost int64, ln *Lane) (permits.Grant, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
@@ -159,8 +177,9 @@ func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 	if wait, behind := l.behind(); behind {
 		return permits.Grant{}, &permits.RateLimitError{RetryAfter: wait}
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true), true)
-	return l.grant(context.Background(), res, cost)
+	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true)
+	c.lane = ln
+	return l.grant(context.Background(), l.rt.roundTrip(context.Background(), c, true), cost)
 }
 
 // Wait is Acquire(ctx, 1), for callers that need no permit.
@@ -173,7 +192,9 @@ func (l *Limiter) Wait(ctx context.Context) error {
 // unit if so. Unlike TryAcquire it builds no error for a refusal, so it
 // allocates nothing either way, and while anyone waits it answers false
 // without asking the owner.
-func (l *Limiter) Allow() bool {
+func (l *Limiter) Allow() bool { return l.allow(nil) }
+
+func (l *Limiter) allow(ln *Lane) bool {
 	if l.rt.closed.Load() {
 		return false
 	}
@@ -184,7 +205,9 @@ func (l *Limiter) Allow() bool {
 	if _, behind := l.behind(); behind {
 		return false
 	}
-	return l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, 1, l.rt.arrivalStamp(), false), true).status == stGranted
+	c := l.rt.newCallFor(context.Background(), opTry, 1, l.rt.arrivalStamp(), false)
+	c.lane = ln
+	return l.rt.roundTrip(context.Background(), c, true).status == stGranted
 }
 
 // fast decides on the algorithm's lock-free path. decided is false, and the

@@ -26,9 +26,10 @@ type ratePolicy struct {
 	shadowLast int64 // scheduled instant of the last waiter in the shadow
 	applied    bool  // the last prediction already admitted it in the shadow
 
-	last  algorithms.Receipt  // of the latest admission on the real state
-	lastD algorithms.Decision // the latest admit's decision, for quota
-	cap   atomic.Int64        // the algorithm's capacity, which SetBurst changes
+	last  algorithms.Receipt      // of the latest admission on the real state
+	lastD algorithms.Decision     // the latest admit's decision, for quota
+	cap   atomic.Int64            // the algorithm's capacity, which SetBurst changes
+	lanes atomic.Pointer[laneSet] // nil until the limiter's first lane (lane.go)
 }
 
 func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }
@@ -83,6 +84,16 @@ func (p *ratePolicy) admitted(at int64) int64 {
 
 func (p *ratePolicy) shadowDecide(at, cost int64) (bool, int64) {
 	d := p.shadow.AllowAt(p.t(at), cost)
+	if d.Allowed {
+		return true, 0
+	}
+	return false, p.ns(d.RetryAt)
+}
+
+// decideOn decides on a in place of the real state: a lane's shadow
+// (laneset.go).
+func (p *ratePolicy) decideOn(a algorithms.Algorithm, at, cost int64) (bool, int64) {
+	d := a.AllowAt(p.t(at), cost)
 	if d.Allowed {
 		return true, 0
 	}

@@ -128,7 +128,7 @@ func (r *runtime) control(c *call, now int64) {
 		}
 	case opPause:
 		if x.until > now {
-			r.q.Hold(x.until)
+			r.hold(x.until)
 			r.paused = max(r.paused, x.until)
 		}
 	case opSettle:
@@ -136,14 +136,26 @@ func (r *runtime) control(c *call, now int64) {
 			s = stRefused
 		}
 	}
-	r.q.Retime()
-	r.pol.removed()
+	r.retimed()
 	r.reply(c, s, 0)
 }
 
 // failTooLarge fails the waiters whose cost no longer fits the capacity.
 func (r *runtime) failTooLarge() {
 	capacity := r.pol.(tuner).capacity()
+	if r.lanes != nil {
+		var fail []*call
+		for n := range r.lanes.fair.All() {
+			if n.Cost > capacity {
+				fail = append(fail, n.Value)
+			}
+		}
+		for _, c := range fail {
+			r.unqueue(c)
+			r.reply(c, stTooLarge, capacity)
+		}
+		return
+	}
 	for n := r.q.Head(); n != nil; {
 		next := n.Next()
 		if n.Cost > capacity {
