@@ -500,7 +500,9 @@ func TestLaneBoundsFollowChanges(t *testing.T) {
 		"a faster rate": func(t *testing.T, l *actor.Limiter, _ context.CancelFunc, _ permits.Grant) {
 			require.NoError(t, l.SetRate(algorithms.PerSecond(200)))
 		},
-		"a refund": func(t *testing.T, l *actor.Limiter, _ context.CancelFunc, g permits.Grant) { require.True(t, l.Refund(g)) },
+		"a refund": func(t *testing.T, l *actor.Limiter, _ context.CancelFunc, g permits.Grant) {
+			require.True(t, l.Refund(g))
+		},
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
