@@ -560,3 +560,28 @@ func TestLaneTryAcquireThroughTheOwner(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// With lanes every arrival wakes the owner, even one without a deadline or
+// a bound: a newcomer in a lane of a higher priority, whose cost fits now,
+// is granted and answered at once, not when the timer for the head fires.
+func TestLaneNewcomerIsAnsweredAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := actor.New(tokenBucket(t, algorithms.PerSecond(1), 5))
+		defer l.Close()
+		batch, err := l.Lane("batch", 1)
+		require.NoError(t, err)
+		urgent, err := l.Lane("urgent", 1, actor.WithPriority(1))
+		require.NoError(t, err)
+		_, err = l.TryAcquire(5)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		head := laneAcquire(context.Background(), &wg, t0, batch, 5) // due at +5s
+		time.Sleep(time.Second)                                     // a token is back
+		_, err = urgent.Acquire(context.Background(), 1)
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, time.Since(t0), "answered at its arrival")
+		wg.Wait()
+		assert.Equal(t, 6*time.Second, head.at, "the head waits one more token")
+	})
+}

@@ -254,9 +254,10 @@ func (l *Limiter) arrival(now time.Time, read bool) int64 {
 
 // prompt reports whether an Acquire needs the owner's answer at once (a
 // prediction against its deadline or a bound) rather than at the owner's
-// next wake-up.
+// next wake-up. With lanes every Acquire does: a newcomer may be granted
+// before the head the owner's timer waits for.
 func (l *Limiter) prompt(c *call) bool {
-	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0
+	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0 || l.rate.lanes.Load() != nil
 }
 
 // count records a fast-path decision in the stats.
