@@ -577,7 +577,7 @@ func TestLaneNewcomerIsAnsweredAtOnce(t *testing.T) {
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		head := laneAcquire(context.Background(), &wg, t0, batch, 5) // due at +5s
-		time.Sleep(time.Second)                                     // a token is back
+		time.Sleep(time.Second)                                      // a token is back
 		_, err = urgent.Acquire(context.Background(), 1)
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, time.Since(t0), "answered at its arrival")
