@@ -585,3 +585,26 @@ func TestLaneNewcomerIsAnsweredAtOnce(t *testing.T) {
 		assert.Equal(t, 6*time.Second, head.at, "the head waits one more token")
 	})
 }
+
+// A lane that was busy, with its waiters predicted, holds nothing of that
+// once it is idle: its shadow of the algorithm is given back.
+func TestLaneIdleHoldsNoShadow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := actor.New(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(time.Hour))
+		defer l.Close()
+		a, err := l.Lane("a", 1)
+		require.NoError(t, err)
+		b, err := l.Lane("b", 1)
+		require.NoError(t, err)
+		require.True(t, l.Allow())
+		var wg sync.WaitGroup
+		for range 3 {
+			laneAcquire(context.Background(), &wg, t0, a, 1)
+			laneAcquire(context.Background(), &wg, t0, b, 1)
+		}
+		wg.Wait()
+		assert.False(t, actor.LaneShadowed(a))
+		assert.False(t, actor.LaneShadowed(b))
+	})
+}
