@@ -156,14 +156,13 @@ func (ln *Lane) same(weight, priority int) (*Lane, error) {
 // laneSet returns the limiter's lanes, switching its owner to them the
 // first time.
 func (l *Limiter) laneSet() (*laneSet, error) {
-	s := l.rate.lanes.Load()
-	if s == nil {
-		l.rate.lanes.CompareAndSwap(nil, newLaneSet(l.rate))
-		s = l.rate.lanes.Load()
-	}
+	s := l.lanesOnce()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.started {
+		// Callers are prompt from now on (Limiter.prompt): a little early
+		// is harmless, late would leave a newcomer for the head's timer.
+		l.rate.fair.Store(true)
 		c := l.rt.newCallFor(context.Background(), opLanes, 0, l.rt.stamp(), false)
 		if l.rt.roundTrip(context.Background(), c, true).status == stClosed {
 			return nil, permits.ErrClosed
@@ -171,6 +170,16 @@ func (l *Limiter) laneSet() (*laneSet, error) {
 		s.started = true
 	}
 	return s, nil
+}
+
+// lanesOnce returns the limiter's lane set, making it the first time; the
+// owner does not use it before laneSet starts it.
+func (l *Limiter) lanesOnce() *laneSet {
+	if s := l.rate.lanes.Load(); s != nil {
+		return s
+	}
+	l.rate.lanes.CompareAndSwap(nil, newLaneSet(l.rate))
+	return l.rate.lanes.Load()
 }
 
 // SetPriorityFloor sets the share of the grants that lanes of lower
@@ -185,15 +194,23 @@ func (l *Limiter) laneSet() (*laneSet, error) {
 // It fails with an error matching algorithms.ErrInvalidConfig for a share
 // outside [0, 0.5] (above a half the lower priorities would come first),
 // and with permits.ErrClosed once closed. Shares are kept to a millionth.
+// Before the limiter's first lane it only records the floor: a limiter
+// without lanes keeps its FIFO.
 func (l *Limiter) SetPriorityFloor(share float64) error {
 	if !(share >= 0 && share <= 0.5) {
 		return fmt.Errorf("%w: priority floor must be in [0, 0.5], got %v", algorithms.ErrInvalidConfig, share)
 	}
-	if _, err := l.laneSet(); err != nil {
-		return err
+	if l.rt.closed.Load() {
+		return permits.ErrClosed
 	}
-	ppm := int64(math.Round(share * scheduler.FloorScale))
-	c := l.rt.newCallFor(context.Background(), opFloor, ppm, l.rt.stamp(), false)
+	s := l.lanesOnce()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.priorityFloor = int64(math.Round(share * scheduler.FloorScale))
+	if !s.started {
+		return nil // startLanes applies it
+	}
+	c := l.rt.newCallFor(context.Background(), opFloor, s.priorityFloor, l.rt.stamp(), false)
 	if l.rt.roundTrip(context.Background(), c, true).status == stClosed {
 		return permits.ErrClosed
 	}
@@ -219,6 +236,7 @@ func (r *runtime) laneControl(c *call) {
 // expired by the owner when its wait runs out, as every later waiter is.
 func (r *runtime) startLanes(s *laneSet) {
 	r.lanes = s
+	s.fair.SetFloor(s.priorityFloor) // written before the opLanes call was sent
 	if r.q.Len() == 0 {
 		return
 	}

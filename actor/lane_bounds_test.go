@@ -608,3 +608,42 @@ func TestLaneIdleHoldsNoShadow(t *testing.T) {
 		assert.False(t, actor.LaneShadowed(b))
 	})
 }
+
+// A floor set before any lane is only recorded: the limiter keeps its FIFO
+// and its costs (arrivals behind a busy queue still do not wake the owner)
+// until its first lane, which applies it.
+func TestLaneFloorBeforeAnyLaneKeepsTheFIFO(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		defer l.Close()
+		require.NoError(t, l.SetPriorityFloor(0.5))
+		require.True(t, l.Allow())
+		var wg sync.WaitGroup
+		ctx := context.Background()
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = l.Acquire(ctx, 1) }()
+		synctest.Wait()
+		before := actor.Wakes(l)
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = l.Acquire(ctx, 1) }()
+		synctest.Wait()
+		assert.Equal(t, before, actor.Wakes(l), "a FIFO arrival behind the head does not wake the owner")
+		wg.Wait()
+		// Now the lanes, with the floor: half the grants each.
+		hi, err := l.Lane("hi", 1, actor.WithPriority(1))
+		require.NoError(t, err)
+		lo, err := l.Lane("lo", 1)
+		require.NoError(t, err)
+		var outs []*laneOutcome
+		for range 2 {
+			outs = append(outs, laneAcquire(ctx, &wg, t0, hi, 1), laneAcquire(ctx, &wg, t0, lo, 1))
+		}
+		wg.Wait()
+		var order []int64
+		for _, o := range outs {
+			order = append(order, int64(o.at/(100*time.Millisecond)))
+		}
+		assert.Equal(t, []int64{3, 4, 5, 6}, order, "hi and lo in turn, as a floor of a half says")
+	})
+}

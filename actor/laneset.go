@@ -14,10 +14,11 @@ import (
 type laneSet struct {
 	// The callers' half: lanes by name. Creation is under mu, lookups are
 	// lock-free.
-	mu      sync.Mutex
-	byName  sync.Map // string -> *Lane
-	started bool     // the owner has switched to lanes (under mu)
-	_       [64]byte
+	mu            sync.Mutex
+	byName        sync.Map // string -> *Lane
+	started       bool     // the owner has switched to lanes (under mu)
+	priorityFloor int64    // SetPriorityFloor's, in millionths (under mu)
+	_             [64]byte
 
 	// The owner's half.
 	fair   scheduler.Fair[*call]

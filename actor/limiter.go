@@ -257,7 +257,7 @@ func (l *Limiter) arrival(now time.Time, read bool) int64 {
 // next wake-up. With lanes every Acquire does: a newcomer may be granted
 // before the head the owner's timer waits for.
 func (l *Limiter) prompt(c *call) bool {
-	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0 || l.rate.lanes.Load() != nil
+	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0 || l.rate.fair.Load()
 }
 
 // count records a fast-path decision in the stats.

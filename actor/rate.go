@@ -30,6 +30,7 @@ type ratePolicy struct {
 	lastD algorithms.Decision     // the latest admit's decision, for quota
 	cap   atomic.Int64            // the algorithm's capacity, which SetBurst changes
 	lanes atomic.Pointer[laneSet] // nil until the limiter's first lane (lane.go)
+	fair  atomic.Bool             // the owner is switching, or has switched, to lanes
 }
 
 func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }
