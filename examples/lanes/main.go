@@ -8,17 +8,19 @@
 //
 //   - one FIFO (no lanes): every interactive request waits behind what is
 //     left of the batch, seconds;
+//
 //   - lanes of weight 1 each: the interactive tenant asks for less than its
 //     half, so each request waits for one or two grants (a tie with the
 //     batch's head goes to the one that arrived first), and the batch gets
 //     every grant the interactive tenant does not use: the key is used in
 //     full, and all is done at the same instant as with one FIFO;
+//
 //   - the interactive lane at a higher priority, with a floor of a tenth for
 //     the batch: at most one grant's wait, and under an interactive flood
 //     the batch would still keep a tenth.
 //
-//	go run ./examples/lanes
-//	go run ./examples/lanes -rate 100 -batch 300 -every 20ms -for 3s
+//     go run ./examples/lanes
+//     go run ./examples/lanes -rate 100 -batch 300 -every 20ms -for 3s
 //
 // It takes about three seconds a run, in real time; its test runs it in a
 // testing/synctest bubble, where time is virtual and the output exact.
