@@ -26,8 +26,9 @@ import (
 //     not wake an owner that sleeps with its timer armed either: it cannot
 //     be granted before the head, and the owner takes the inbox when the
 //     timer fires. (Once a limiter has lanes every arrival is prompt: a
-//     newcomer in another lane may go before the head.) The owner publishes that it sleeps (and how) and then
-//     looks at the inbox before it parks; the caller pushes and then reads
+//     newcomer in another lane may go before the head.) The owner
+//     publishes that it sleeps (and how) and then looks at the inbox
+//     before it parks; the caller pushes and then reads
 //     how the owner sleeps. One of them sees the other: the owner finds the
 //     call, or the caller sees it asleep and wakes it. Under load the owner
 //     is mostly awake, so most callers touch no channel at all.

@@ -80,37 +80,45 @@ func TestLaneDeadlineBeforeTheBoundFailsAtOnce(t *testing.T) {
 	})
 }
 
+// pushedPast queues x, a batch waiter whose bound (+10ms) meets its bound
+// of 25ms, then, at +1ms, one waiter in each of n lanes of weight 2, whose
+// finishes come before x's: they are granted at +10ms, +20ms, ..., and x's
+// grant moves past its bound.
+func pushedPast(t *testing.T, ctx context.Context, n int, opts ...actor.Option) (l *actor.Limiter, x *laneOutcome, others []*laneOutcome) {
+	t0 := time.Now()
+	l = actor.New(gcra(t, algorithms.PerSecond(100), 1), opts...)
+	t.Cleanup(func() { l.Close() })
+	batch, err := l.Lane("batch", 1)
+	require.NoError(t, err)
+	require.True(t, l.Allow()) // the next unit at +10ms
+	var wg sync.WaitGroup
+	x = laneAcquire(ctx, &wg, t0, batch, 1)
+	time.Sleep(time.Millisecond)
+	for i := range n {
+		ln, err := l.Lane(fmt.Sprint("interactive-", i), 2)
+		require.NoError(t, err)
+		others = append(others, laneAcquire(context.Background(), &wg, t0, ln, 1))
+	}
+	wg.Wait()
+	for i, o := range others {
+		require.NoError(t, o.err)
+		assert.Equal(t, time.Duration(i+1)*10*time.Millisecond, o.at)
+	}
+	return l, x, others
+}
+
 // A deadline the bound meets queues; newcomers in other lanes that go first
 // push the grant past it, and the wait ends at the deadline with the
 // context's error, never with a grant after it.
 func TestLaneDeadlinePushedPastEndsTheWaitThen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
-		defer l.Close()
-		batch, err := l.Lane("batch", 1)
-		require.NoError(t, err)
-		require.True(t, l.Allow()) // the next unit at +10ms
-		var wg sync.WaitGroup
 		dl, cancel := context.WithTimeout(context.Background(), 25*time.Millisecond)
 		defer cancel()
-		x := laneAcquire(dl, &wg, t0, batch, 1) // bound +10ms: queued
-		time.Sleep(time.Millisecond)
-		var others []*laneOutcome
-		for i := range 3 { // weight 2: their finishes come before x's
-			ln, err := l.Lane(fmt.Sprint("interactive-", i), 2)
-			require.NoError(t, err)
-			others = append(others, laneAcquire(context.Background(), &wg, t0, ln, 1))
-		}
-		wg.Wait()
+		l, x, _ := pushedPast(t, dl, 3)
 		assert.ErrorIs(t, x.err, context.DeadlineExceeded)
 		var rl *permits.RateLimitError
 		assert.False(t, errors.As(x.err, &rl), "not refused at once: the context ended it")
 		assert.Equal(t, 25*time.Millisecond, x.at)
-		for i, o := range others {
-			require.NoError(t, o.err)
-			assert.Equal(t, time.Duration(i+1)*10*time.Millisecond, o.at)
-		}
 		assert.Equal(t, uint64(1), l.Stats().Canceled)
 	})
 }
@@ -119,31 +127,12 @@ func TestLaneDeadlinePushedPastEndsTheWaitThen(t *testing.T) {
 // refused by the owner when its wait runs out, not later.
 func TestLaneMaxWaitIsKeptByTheOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(25*time.Millisecond))
-		defer l.Close()
-		batch, err := l.Lane("batch", 1)
-		require.NoError(t, err)
-		require.True(t, l.Allow())
-		var wg sync.WaitGroup
-		x := laneAcquire(context.Background(), &wg, t0, batch, 1)
-		time.Sleep(time.Millisecond)
-		var others []*laneOutcome
-		for i := range 2 {
-			ln, err := l.Lane(fmt.Sprint("interactive-", i), 2)
-			require.NoError(t, err)
-			others = append(others, laneAcquire(context.Background(), &wg, t0, ln, 1))
-		}
-		wg.Wait()
+		l, x, _ := pushedPast(t, context.Background(), 2, actor.WithMaxWait(25*time.Millisecond))
 		var rl *permits.RateLimitError
 		require.ErrorAs(t, x.err, &rl)
 		assert.NotErrorIs(t, x.err, context.DeadlineExceeded)
 		assert.Equal(t, 25*time.Millisecond, x.at, "refused when its wait ran out")
 		assert.Greater(t, rl.RetryAfter, time.Duration(0))
-		for i, o := range others {
-			require.NoError(t, o.err)
-			assert.Equal(t, time.Duration(i+1)*10*time.Millisecond, o.at)
-		}
 		assert.Equal(t, uint64(1), l.Stats().Rejected)
 	})
 }

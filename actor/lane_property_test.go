@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -268,7 +267,6 @@ var errMaxWaitRefused = &permits.RateLimitError{RetryAfter: 1}
 
 // runLanes plays the script against a real Limiter in a synctest bubble.
 func runLanes(t *testing.T, alg algorithms.Algorithm, s laneScript) (arrivals map[int]outcome, tries []bool) {
-	arrivals = map[int]outcome{}
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		l := actor.New(alg, actor.WithMaxWait(s.maxWait))
@@ -294,41 +292,25 @@ func runLanes(t *testing.T, alg algorithms.Algorithm, s laneScript) (arrivals ma
 			_, err := lanes[lane].TryAcquire(cost)
 			return err
 		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		cancels := map[int]context.CancelFunc{}
+		a := newScriptArrivals(t0)
 		for _, ev := range s.events {
 			if ev.kind != evArrive {
 				continue
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			cancels[ev.id] = cancel
-			if ev.deadline != 0 {
-				var cancelDeadline context.CancelFunc
-				ctx, cancelDeadline = context.WithDeadline(ctx, t0.Add(ev.deadline))
-				defer cancelDeadline()
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer cancel()
-				time.Sleep(ev.at)
+			a.start(ev.id, ev.at, ev.deadline, func(ctx context.Context) outcome {
 				g, err := acquire(ev.lane)(ctx, ev.cost)
-				o := outcome{err: err, at: time.Since(t0)}
-				if err == nil {
-					o = outcome{granted: true, at: g.At.Sub(t0)}
+				if err != nil {
+					return outcome{err: err, at: time.Since(t0)}
 				}
-				mu.Lock()
-				arrivals[ev.id] = o
-				mu.Unlock()
-			}()
+				return outcome{granted: true, at: g.At.Sub(t0)}
+			})
 		}
 		for _, ev := range s.events {
 			time.Sleep(t0.Add(ev.at).Sub(time.Now()))
 			switch ev.kind {
 			case evCancel:
 				if !ev.dead {
-					cancels[ev.id]()
+					a.cancel[ev.id]()
 				}
 			case evTry:
 				tries = append(tries, try(ev.lane, ev.cost) == nil)
@@ -336,7 +318,7 @@ func runLanes(t *testing.T, alg algorithms.Algorithm, s laneScript) (arrivals ma
 				require.NoError(t, l.Close())
 			}
 		}
-		wg.Wait()
+		arrivals = a.wait()
 	})
 	return arrivals, tries
 }

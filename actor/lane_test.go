@@ -102,6 +102,18 @@ func (b *busyLanes) waitFor(n int) {
 	}
 }
 
+// queued returns the first n grants from the queue, in the order of their
+// instants.
+func (b *busyLanes) queued(n int) []laneGrant {
+	var out []laneGrant
+	for _, g := range b.grants() {
+		if g.waited && len(out) < n {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 // units sums each lane's granted cost over grants.
 func unitsByLane(grants []laneGrant, lanes int) (units []int64, total int64) {
 	units = make([]int64, lanes)
@@ -143,13 +155,7 @@ func TestLaneShares(t *testing.T) {
 				b.waitFor(10_200)
 				require.NoError(t, l.Close())
 				b.wg.Wait()
-				var queued []laneGrant
-				for _, g := range b.grants() {
-					if g.waited {
-						queued = append(queued, g)
-					}
-				}
-				units, total := unitsByLane(queued[:10_000], len(lanes))
+				units, total := unitsByLane(b.queued(10_000), len(lanes))
 				for i, w := range c.weights {
 					share, want := float64(units[i])/float64(total), float64(w)/float64(wsum)
 					t.Logf("lane %d weight %d: share %.5f, want %.5f (%+.3f%%)", i, w, share, want, 100*(share-want)/want)
@@ -315,13 +321,8 @@ func TestLanePriorities(t *testing.T) {
 				b.waitFor(10_200)
 				require.NoError(t, l.Close())
 				b.wg.Wait()
-				var queued []laneGrant
-				for _, g := range b.grants() {
-					if g.waited {
-						queued = append(queued, g)
-					}
-				}
-				queued = queued[:10_000]
+				queued := b.queued(10_000)
+				require.Len(t, queued, 10_000)
 				units, total := unitsByLane(queued, 2)
 				if floor == 0 {
 					assert.Zero(t, units[1], "strict: the low lane waits while the high one is busy")

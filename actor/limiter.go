@@ -27,6 +27,11 @@ import (
 // at once, without a message either, with a RetryAfter the owner publishes.
 // The fast path never passes a request that reached the owner first.
 //
+// Lane splits the waiters by tenant: from the first lane on, waiters are
+// granted by weighted fair queueing between lanes, with priorities, instead
+// of in one FIFO (docs/fairness.md); the limiter's own requests are then a
+// lane of weight 1. A limiter that never has a lane keeps its FIFO.
+//
 // An idle Limiter holds its goroutine and about 2 KB (measured in
 // BenchmarkIdleLimiterBytes). A Limiter is safe for concurrent use. Close it
 // when done: it owns a goroutine.
@@ -85,7 +90,8 @@ func algorithmName(alg algorithms.Algorithm) string {
 // WithMaxWait runs out while queued fails then. If ctx ends while it waits,
 // it leaves the queue and returns ctx.Err(); if the grant and the
 // cancellation race and the grant wins, it returns the permit and a nil
-// error.
+// error. Once the limiter has lanes, the prediction is a lower bound, as
+// for a Lane (see Lane.Acquire).
 func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
 	return l.acquire(ctx, cost, nil)
 }
@@ -136,7 +142,8 @@ func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permi
 // nobody is waiting; it never waits. A refusal is a *permits.RateLimitError
 // whose RetryAfter is exact when nobody waits (the algorithm's RetryAt) and,
 // while others wait, the time until the owner's prediction for a newcomer
-// (at least the head's wait), given without asking the owner.
+// (at least the head's wait), given without asking the owner; with lanes, a
+// lower bound on the queue being empty (see Lane.TryAcquire).
 func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) { return l.tryAcquire(cost, nil) }
 
 func (l *Limiter) tryAcquire(cost int64, ln *Lane) (permits.Permit, error) {
