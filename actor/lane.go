@@ -108,7 +108,7 @@ func (l *Limiter) Lane(name string, weight int, opts ...LaneOption) (*Lane, erro
 			return v.(*Lane).same(weight, cfg.priority)
 		}
 	}
-	s, err := l.laneSet()
+	s, err := l.startedLanes()
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +153,9 @@ func (ln *Lane) same(weight, priority int) (*Lane, error) {
 	return ln, nil
 }
 
-// laneSet returns the limiter's lanes, switching its owner to them the
+// startedLanes returns the limiter's lanes, switching its owner to them the
 // first time.
-func (l *Limiter) laneSet() (*laneSet, error) {
+func (l *Limiter) startedLanes() (*laneSet, error) {
 	s := l.lanesOnce()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,7 +8,7 @@ import "math/bits"
 // the number of grants; 128 bits hold 2^88 units of cost at weight 1
 // before anything could wrap, and a Fair queue starts its tags again from
 // zero whenever it empties (and rebases a class that comes near the top
-// without ever emptying, see Fair.rebase).
+// without ever emptying, see fairClass.rebase).
 type tag struct{ hi, lo uint64 }
 
 // tagShift is the precision of a tag: for weights up to MaxWeight (2^20),
