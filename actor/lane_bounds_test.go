@@ -45,16 +45,26 @@ func laneAcquire(ctx context.Context, wg *sync.WaitGroup, t0 time.Time, ln *acto
 	return o
 }
 
+// lanesAt100 is the setting of most tests here: a GCRA of 100/s with a
+// burst of 1, the burst spent (the next unit at +10ms), and lanes of weight
+// 1 by the names given. The limiter is closed when the test ends.
+func lanesAt100(t *testing.T, names []string, opts ...actor.Option) (t0 time.Time, l *actor.Limiter, lanes []*actor.Lane) {
+	t0 = time.Now()
+	l = actor.New(gcra(t, algorithms.PerSecond(100), 1), opts...)
+	t.Cleanup(func() { l.Close() })
+	for _, name := range names {
+		ln, err := l.Lane(name, 1)
+		require.NoError(t, err)
+		lanes = append(lanes, ln)
+	}
+	require.True(t, l.Allow())
+	return t0, l, lanes
+}
+
 func TestLaneDeadlineBeforeTheBoundFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
-		defer l.Close()
-		batch, err := l.Lane("batch", 1)
-		require.NoError(t, err)
-		interactive, err := l.Lane("interactive", 1)
-		require.NoError(t, err)
-		require.True(t, l.Allow())
+		t0, _, lanes := lanesAt100(t, []string{"batch", "interactive"})
+		batch, interactive := lanes[0], lanes[1]
 		var wg sync.WaitGroup
 		ctx, cancel := context.WithCancel(context.Background())
 		for range 100 {
@@ -64,7 +74,7 @@ func TestLaneDeadlineBeforeTheBoundFailsAtOnce(t *testing.T) {
 		// cannot be met, and it is told at once.
 		dl, cancelDL := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancelDL()
-		_, err = batch.Acquire(dl, 1)
+		_, err := batch.Acquire(dl, 1)
 		var rl *permits.RateLimitError
 		require.ErrorAs(t, err, &rl)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -85,14 +95,9 @@ func TestLaneDeadlineBeforeTheBoundFailsAtOnce(t *testing.T) {
 // finishes come before x's: they are granted at +10ms, +20ms, ..., and x's
 // grant moves past its bound.
 func pushedPast(t *testing.T, ctx context.Context, n int, opts ...actor.Option) (l *actor.Limiter, x *laneOutcome, others []*laneOutcome) {
-	t0 := time.Now()
-	l = actor.New(gcra(t, algorithms.PerSecond(100), 1), opts...)
-	t.Cleanup(func() { l.Close() })
-	batch, err := l.Lane("batch", 1)
-	require.NoError(t, err)
-	require.True(t, l.Allow()) // the next unit at +10ms
+	t0, l, lanes := lanesAt100(t, []string{"batch"}, opts...)
 	var wg sync.WaitGroup
-	x = laneAcquire(ctx, &wg, t0, batch, 1)
+	x = laneAcquire(ctx, &wg, t0, lanes[0], 1)
 	time.Sleep(time.Millisecond)
 	for i := range n {
 		ln, err := l.Lane(fmt.Sprint("interactive-", i), 2)
@@ -140,16 +145,11 @@ func TestLaneMaxWaitIsKeptByTheOwner(t *testing.T) {
 // A lane's bound beyond WithMaxWait is refused at once.
 func TestLaneMaxWaitRefusesABoundBeyondIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(25*time.Millisecond))
-		defer l.Close()
-		batch, err := l.Lane("batch", 1)
-		require.NoError(t, err)
-		require.True(t, l.Allow())
+		t0, _, lanes := lanesAt100(t, []string{"batch"}, actor.WithMaxWait(25*time.Millisecond))
 		var wg sync.WaitGroup
 		var outs []*laneOutcome
 		for range 4 {
-			outs = append(outs, laneAcquire(context.Background(), &wg, t0, batch, 1))
+			outs = append(outs, laneAcquire(context.Background(), &wg, t0, lanes[0], 1))
 		}
 		wg.Wait()
 		for i, o := range outs {
@@ -217,14 +217,8 @@ func TestLaneTryAcquireRetryAfterIsALowerBound(t *testing.T) {
 // the grants go on at the same pace to the others.
 func TestLaneCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
-		defer l.Close()
-		a, err := l.Lane("a", 1)
-		require.NoError(t, err)
-		b, err := l.Lane("b", 1)
-		require.NoError(t, err)
-		require.True(t, l.Allow())
+		t0, l, lanes := lanesAt100(t, []string{"a", "b"})
+		a, b := lanes[0], lanes[1]
 		var wg sync.WaitGroup
 		ctx, cancel := context.WithCancel(context.Background())
 		a0 := laneAcquire(ctx, &wg, t0, a, 1)
@@ -579,14 +573,8 @@ func TestLaneNewcomerIsAnsweredAtOnce(t *testing.T) {
 // once it is idle: its shadow of the algorithm is given back.
 func TestLaneIdleHoldsNoShadow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(time.Hour))
-		defer l.Close()
-		a, err := l.Lane("a", 1)
-		require.NoError(t, err)
-		b, err := l.Lane("b", 1)
-		require.NoError(t, err)
-		require.True(t, l.Allow())
+		t0, _, lanes := lanesAt100(t, []string{"a", "b"}, actor.WithMaxWait(time.Hour))
+		a, b := lanes[0], lanes[1]
 		var wg sync.WaitGroup
 		for range 3 {
 			laneAcquire(context.Background(), &wg, t0, a, 1)
