@@ -1,0 +1,303 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// batch is one round of script calls: one per key with something to send,
+// pipelined together, made by the caller goroutine while the owner gathers
+// the next round.
+type batch struct {
+	keys []*keyCall
+	s, r int64 // the local clock just before sending and just after the answer
+}
+
+// keyCall is one script call: a key's requests in FIFO order, and perhaps
+// a give-back (trailing slots nobody can use, or a Refund).
+type keyCall struct {
+	ks     *keyState
+	reqs   []*request
+	give   []*slot  // slots given back, if the key still holds ks.value
+	refund *request // or a Refund of a grant
+	args   []any
+
+	// the answer
+	now   int64 // Redis's instant, µs
+	value ident
+	gave  bool
+	codes []int64
+	err   error
+}
+
+// dispatch sends every ready key's requests, and the give-backs that are
+// safe to try, as one batch to the caller goroutine. The owner calls it
+// only when no batch is under way.
+func (e *engine) dispatch(now int64) {
+	if len(e.ready) == 0 {
+		return
+	}
+	b := &batch{}
+	for _, ks := range e.ready {
+		ks.ready = false
+		if kc := e.prepare(ks, now); kc != nil {
+			b.keys = append(b.keys, kc)
+		}
+	}
+	clear(e.ready)
+	e.ready = e.ready[:0]
+	if len(b.keys) == 0 {
+		return
+	}
+	e.busy = true
+	e.work <- b // the caller goroutine is idle: no batch is under way
+}
+
+// prepare builds the key's script call, or returns nil if it has nothing
+// to send.
+func (e *engine) prepare(ks *keyState, now int64) *keyCall {
+	if ks.inflight {
+		return nil
+	}
+	kc := &keyCall{ks: ks}
+	buf := e.scratchB[:0]
+	for _, r := range ks.line {
+		if len(kc.reqs) == e.cfg.maxBatch {
+			break
+		}
+		if r.phase != phPending || r.state.Load() != rqWaiting {
+			continue // a request whose caller gave up is dropped by its cancellation
+		}
+		mw := e.maxWait(r, now)
+		if len(kc.reqs) > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, r.cost, 10)
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, mw, 10)
+		r.phase = phInflight
+		ks.pending--
+		kc.reqs = append(kc.reqs, r)
+	}
+	reqs := string(buf)
+	e.scratchB = buf
+
+	var give ident
+	var g pair
+	if len(ks.refunds) > 0 {
+		kc.refund = ks.refunds[0]
+		ks.refunds = ks.refunds[1:]
+		give, g = kc.refund.refund, e.q.ticks(kc.refund.cost)
+	} else if kc.give = ks.trailing(now); len(kc.give) > 0 {
+		var total int64
+		for _, s := range kc.give {
+			s.giving = true
+			total += s.cost
+		}
+		give, g = ks.value, e.q.span(total)
+	}
+	if len(kc.reqs) == 0 && kc.refund == nil && len(kc.give) == 0 {
+		return nil
+	}
+	ks.inflight = true
+	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.String(), g.w, g.f, reqs}
+	return kc
+}
+
+// maxWait is how far ahead Redis may reserve for r, in µs (-1: no limit),
+// and whether r's deadline sets it.
+func (e *engine) maxWait(r *request, now int64) int64 {
+	if r.op == opTry {
+		return 0
+	}
+	mw := int64(-1)
+	if e.cfg.maxWait >= 0 {
+		mw = micros(e.cfg.maxWait)
+	}
+	r.dlBound = false
+	if r.hasDL {
+		if d := max(r.deadline-now, 0) / 1000; mw < 0 || d < mw {
+			mw, r.dlBound = d, true
+		}
+	}
+	return mw
+}
+
+// trailing returns the slots at the end of the key's list that nobody
+// holds or can use, if giving them back is provably safe: they are the
+// latest admissions of the key's latest call, and that call's value is
+// the last this process saw, so they end at the TAT Redis holds unless
+// someone wrote since, which the script checks.
+func (ks *keyState) trailing(now int64) []*slot {
+	if !ks.value.ok {
+		return nil
+	}
+	var give []*slot
+	for i := len(ks.slots) - 1; i >= 0; i-- {
+		s := ks.slots[i]
+		if s.holders > 0 || s.left < s.cost || s.giving || s.value != ks.value || s.at <= now {
+			break
+		}
+		give = append(give, s)
+	}
+	return give
+}
+
+// caller is the goroutine that makes the script calls.
+func (e *engine) caller() {
+	defer close(e.ioDone)
+	for b := range e.work {
+		e.exec(b)
+		e.results <- b
+	}
+}
+
+// exec makes a batch's script calls: one EVALSHA per key, pipelined when
+// there are several, and EVAL for those Redis no longer knows the script
+// for (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it again.
+func (e *engine) exec(b *batch) {
+	ctx, cancel := context.WithTimeout(e.ioCtx, e.cfg.callTimeout)
+	defer cancel()
+	if e.cfg.serverNow != nil {
+		now := strconv.FormatInt(e.cfg.serverNow(), 10)
+		for _, kc := range b.keys {
+			kc.args[4] = now
+		}
+	}
+	b.s = e.stamp()
+	cmds := e.run(ctx, b.keys, false)
+	var again []*keyCall
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			again = append(again, b.keys[i])
+		}
+	}
+	if len(again) > 0 {
+		for i, c := range e.run(ctx, again, true) {
+			again[i].answer(c)
+		}
+	}
+	b.r = e.stamp()
+	for i, kc := range b.keys {
+		if kc.codes == nil && kc.err == nil {
+			kc.answer(cmds[i])
+		}
+		if kc.err != nil && ctx.Err() != nil && e.ioCtx.Err() == nil {
+			kc.err = fmt.Errorf("%w (%v)", &TimeoutError{After: e.cfg.callTimeout}, kc.err)
+		}
+	}
+}
+
+// run sends one script call per key, by SHA or, with load, with the
+// script's text.
+func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.Cmd {
+	call := func(c redis.Scripter, kc *keyCall) *redis.Cmd {
+		e.calls.Add(1)
+		if !load {
+			e.decided.Add(uint64(len(kc.reqs)))
+		}
+		if load {
+			return c.Eval(ctx, batchScript, []string{kc.ks.name}, kc.args...)
+		}
+		return c.EvalSha(ctx, batchSHA, []string{kc.ks.name}, kc.args...)
+	}
+	cmds := make([]*redis.Cmd, len(keys))
+	if len(keys) == 1 {
+		cmds[0] = call(e.client, keys[0])
+		return cmds
+	}
+	_, _ = e.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, kc := range keys {
+			cmds[i] = call(p, kc)
+		}
+		return nil
+	})
+	return cmds
+}
+
+// answer reads a script call's reply into kc.
+func (kc *keyCall) answer(c *redis.Cmd) {
+	res, err := c.Slice()
+	if err != nil {
+		kc.err = err
+		return
+	}
+	if len(res) != 3+len(kc.reqs) {
+		kc.err = fmt.Errorf("redislimit: malformed reply of %d values for %d requests", len(res), len(kc.reqs))
+		return
+	}
+	now, ok0 := res[0].(int64)
+	value, ok1 := res[1].(string)
+	gave, ok2 := res[2].(int64)
+	if !ok0 || !ok1 || !ok2 {
+		kc.err = fmt.Errorf("redislimit: malformed reply %v", res[:3])
+		return
+	}
+	kc.now, kc.gave = now, gave == 1
+	if kc.value, err = parseValue(value); err != nil {
+		kc.err = err
+		return
+	}
+	kc.codes = make([]int64, len(kc.reqs))
+	for i, v := range res[3:] {
+		n, ok := v.(int64)
+		if !ok {
+			kc.err = fmt.Errorf("redislimit: malformed reply value %v", v)
+			kc.codes = nil
+			return
+		}
+		kc.codes[i] = n
+	}
+}
+
+// parseValue reads a key's value "W:F:N:M"; "" is no key.
+func parseValue(v string) (ident, error) {
+	if v == "" {
+		return ident{}, nil
+	}
+	parts := strings.Split(v, ":")
+	if len(parts) != 4 {
+		return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
+	}
+	var n [3]int64
+	for i := range n {
+		x, err := strconv.ParseInt(parts[i], 10, 64)
+		if err != nil {
+			return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
+		}
+		n[i] = x
+	}
+	return ident{w: n[0], f: n[1], n: n[2], ok: true}, nil
+}
+
+// String is the ident as the script compares it, "W:F:N", or "" for none.
+func (id ident) String() string {
+	if !id.ok {
+		return ""
+	}
+	return strconv.FormatInt(id.w, 10) + ":" + strconv.FormatInt(id.f, 10) + ":" + strconv.FormatInt(id.n, 10)
+}
+
+// outcomeUnknown reports whether a failed call may have been applied:
+// anything but a refused connection, a pool that gave none, a closed
+// client or an error reply (the script writes only at its end, after
+// every check that can fail).
+func outcomeUnknown(err error) bool {
+	var re redis.Error
+	var op *net.OpError
+	switch {
+	case errors.As(err, &re):
+		return false
+	case errors.As(err, &op) && op.Op == "dial":
+		return false
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout):
+		return false
+	}
+	return true
+}
