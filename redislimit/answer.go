@@ -61,13 +61,14 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 	if n := len(ks.slots); n > 0 {
 		prev = ks.slots[n-1].at
 	}
+	first := len(ks.slots)
 	for i, r := range kc.reqs {
 		code := kc.codes[i]
 		switch {
 		case code > 0:
 			at := max(off+code*1000, prev)
 			prev = at
-			s := &slot{at: at, cost: r.cost, left: r.cost, value: kc.value}
+			s := &slot{at: at, cost: r.cost, left: r.cost}
 			ks.slots = append(ks.slots, s)
 			switch {
 			case r.state.Load() == rqCancelled:
@@ -98,6 +99,15 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 			ks.left(r)
 			e.finish(r, stNever, 0, nil)
 		}
+	}
+	// One call's admissions lie one right behind the other, the last
+	// ending at the TAT the call left.
+	end := ks.tat
+	for i := len(ks.slots) - 1; i >= first; i-- {
+		s := ks.slots[i]
+		s.end = end
+		end = end.sub(e.q.ticks(s.cost), e.q.c)
+		s.start = end
 	}
 }
 

@@ -95,12 +95,10 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 		ks.refunds = ks.refunds[1:]
 		give, g = kc.refund.refund, e.q.ticks(kc.refund.cost)
 	} else if kc.give = ks.trailing(now); len(kc.give) > 0 {
-		var total int64
 		for _, s := range kc.give {
 			s.giving = true
-			total += s.cost
 		}
-		give, g = ks.value, e.q.span(total)
+		give, g = ks.value, ks.tat.sub(kc.give[len(kc.give)-1].start, e.q.c)
 	}
 	if len(kc.reqs) == 0 && kc.refund == nil && len(kc.give) == 0 {
 		return nil
@@ -131,20 +129,22 @@ func (e *engine) maxWait(r *request, now int64) int64 {
 
 // trailing returns the slots at the end of the key's list that nobody
 // holds or can use, if giving them back is provably safe: they are the
-// latest admissions of the key's latest call, and that call's value is
-// the last this process saw, so they end at the TAT Redis holds unless
-// someone wrote since, which the script checks.
+// latest admissions on the key, one right behind the other, ending at the
+// TAT of the value this process saw last, so that unless someone wrote
+// since (which the script checks), nothing was admitted behind them.
 func (ks *keyState) trailing(now int64) []*slot {
 	if !ks.value.ok {
 		return nil
 	}
 	var give []*slot
+	end := ks.tat
 	for i := len(ks.slots) - 1; i >= 0; i-- {
 		s := ks.slots[i]
-		if s.holders > 0 || s.left < s.cost || s.giving || s.value != ks.value || s.at <= now {
+		if s.holders > 0 || s.left < s.cost || s.giving || s.at <= now || s.end != end {
 			break
 		}
 		give = append(give, s)
+		end = s.start
 	}
 	return give
 }
@@ -162,6 +162,9 @@ func (e *engine) caller() {
 // there are several, and EVAL for those Redis no longer knows the script
 // for (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it again.
 func (e *engine) exec(b *batch) {
+	if e.cfg.beforeCall != nil {
+		e.cfg.beforeCall()
+	}
 	ctx, cancel := context.WithTimeout(e.ioCtx, e.cfg.callTimeout)
 	defer cancel()
 	if e.cfg.serverNow != nil {

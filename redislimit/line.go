@@ -34,7 +34,8 @@ type slot struct {
 	cost    int64 // what Redis admitted
 	left    int64 // what the waiters dealt to it leave
 	holders int   // waiters dealt to it and not yet granted
-	value   ident // the key's value after the call that admitted it
+	start   pair  // where its admission lies in the schedule: from the TAT
+	end     pair  // before it to the TAT after, Redis µs and ticks
 	giving  bool  // being given back in the call under way
 }
 
@@ -85,19 +86,12 @@ func (ks *keyState) behind(e *engine, cost, now int64) int64 {
 		at = max(at, ks.slots[n-1].at)
 	}
 	// The TAT after the latest call, plus cost, less tau.
-	t := e.q.ticks(cost)
-	w := ks.tat.w + t.w - e.q.tau.w
-	f := ks.tat.f + t.f - e.q.tau.f
-	if f < 0 {
-		w, f = w-1, f+e.q.c
-	} else if f >= e.q.c {
-		w, f = w+1, f-e.q.c
-	}
-	if f > 0 {
-		w++
-	}
 	if ks.tat.w > 0 {
-		at = max(at, ks.off+w*1000)
+		t := ks.tat.add(e.q.ticks(cost), e.q.c).sub(e.q.tau, e.q.c)
+		if t.f > 0 {
+			t.w++
+		}
+		at = max(at, ks.off+t.w*1000)
 	}
 	return at
 }
@@ -152,11 +146,14 @@ func (e *engine) reassign(ks *keyState, now int64) {
 		}
 		s.left -= r.cost
 		s.holders++
-		if r.phase == phPending {
+		switch {
+		case r.phase == phPending:
 			r.phase = phReserved
 			ks.pending--
 			e.handedOff.Add(1)
 			e.markTimed(ks)
+		case s != r.slot:
+			e.handedOff.Add(1)
 		}
 		r.slot = s
 		kept = append(kept, r)
@@ -164,6 +161,9 @@ func (e *engine) reassign(ks *keyState, now int64) {
 	clear(ks.line[len(kept):])
 	ks.line = kept
 	ks.prune(now)
+	if len(ks.trailing(now)) > 0 {
+		e.markReady(ks) // to give back what nobody here can use
+	}
 	e.forget(ks)
 }
 

@@ -17,7 +17,7 @@ type config struct {
 	openNum     int64 // fail open to num/den of the rate; 0: fail closed
 	openDen     int64
 	serverNow   func() int64 // tests: the instant, in µs, the script decides at
-	onAdmit     func(key string, at int64, cost int64)
+	beforeCall  func()       // tests: called by the caller goroutine before each batch
 }
 
 func defaults() config {

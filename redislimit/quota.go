@@ -60,17 +60,22 @@ func (q quota) ticks(cost int64) pair {
 	return pair{w: t / q.c, f: t % q.c}
 }
 
-// span returns the span of total units of cost, saturating at 2^52 µs,
-// beyond anything a give-back could take back (the script never moves a
-// TAT before now). total may exceed the burst: reservations queue the TAT
-// far ahead.
-func (q quota) span(total int64) pair {
-	const most = 1 << 52
-	hi, t := bits.Mul64(uint64(total), uint64(q.p))
-	if hi != 0 || t/uint64(q.c) >= most {
-		return pair{w: most}
+// add returns a + b, ticks carried into µs at c per µs.
+func (a pair) add(b pair, c int64) pair {
+	r := pair{w: a.w + b.w, f: a.f + b.f}
+	if r.f >= c {
+		r.w, r.f = r.w+1, r.f-c
 	}
-	return pair{w: int64(t / uint64(q.c)), f: int64(t % uint64(q.c))}
+	return r
+}
+
+// sub returns a - b.
+func (a pair) sub(b pair, c int64) pair {
+	r := pair{w: a.w - b.w, f: a.f - b.f}
+	if r.f < 0 {
+		r.w, r.f = r.w-1, r.f+c
+	}
+	return r
 }
 
 func (p pair) String() string { return strconv.FormatInt(p.w, 10) + "+" + strconv.FormatInt(p.f, 10) }
