@@ -59,7 +59,6 @@ func value(t *testing.T, c redis.UniversalClient, key string) (w, f, n, m int64,
 	return x[0], x[1], x[2], x[3], true
 }
 
-
 // outcome is what an Acquire started by start returned, and when.
 type outcome struct {
 	err error

@@ -26,23 +26,21 @@ import (
 // made afresh starts beyond every value the old one held, so no value
 // ever repeats.
 //
-// KEYS[1]  the limit's key.
-// ARGV[1]  P: ticks one unit of cost occupies (the emission interval).
-// ARGV[2]  C: ticks per microsecond.
-// ARGV[3]  whole µs of tau = burst·P ticks, how far the TAT may run ahead.
-// ARGV[4]  ticks of tau beyond ARGV[3].
-// ARGV[5]  "0" to read Redis TIME, or an instant in µs to decide at instead
+// Its keys and arguments:
 //
-//	(tests that drive time themselves).
-//
-// ARGV[6]  give-back: "W:F:N", the value the key must still hold (its
-//
-//	write count included), or "" for none.
-// ARGV[7]  give-back: whole µs to move the TAT back (never before now).
-// ARGV[8]  give-back: ticks beyond ARGV[7].
-// ARGV[9]  the requests, in order: "cost:maxwait,cost:maxwait,...", maxwait
-//
-//	in µs, -1 for none (0: granted now or not at all).
+//	KEYS[1]  the limit's key
+//	ARGV[1]  P: ticks one unit of cost occupies (the emission interval)
+//	ARGV[2]  C: ticks per microsecond
+//	ARGV[3]  tau = burst·P ticks, how far the TAT may run ahead: whole µs
+//	ARGV[4]  tau: the ticks beyond ARGV[3]
+//	ARGV[5]  "0" to read Redis TIME, or the instant in µs to decide at
+//	         instead (tests that drive time themselves)
+//	ARGV[6]  give-back: "W:F:N", the value the key must still hold, write
+//	         count included, or "" for none
+//	ARGV[7]  give-back: whole µs to move the TAT back (never before now)
+//	ARGV[8]  give-back: the ticks beyond ARGV[7]
+//	ARGV[9]  the requests, in order: "cost:maxwait,cost:maxwait,...", with
+//	         maxwait in µs, -1 for none (0: granted now or not at all)
 //
 // The reply is {now, value, gave, r1, r2, ...}: the instant decided at, the
 // key's value afterwards ("" when there is no key), 1 if the give-back moved

@@ -138,7 +138,7 @@ func TestScriptAdmitsExactlyTheBurstAtAnyInstant(t *testing.T) {
 func TestScriptGivesBackOnlyWhatNothingWasAdmittedBehind(t *testing.T) {
 	c := redistest.Test(t).Client(t)
 	s := script{t: t, c: c, key: "g", p: 100_000, cc: 1, tauW: 100_000} // 10/s, burst 1
-	r := s.run(t0, "", 0, 0, "1:-1,1:-1,1:-1")                           // at t0, t0+100ms, t0+200ms
+	r := s.run(t0, "", 0, 0, "1:-1,1:-1,1:-1")                          // at t0, t0+100ms, t0+200ms
 	require.Equal(t, []int64{t0, t0 + 100_000, t0 + 200_000}, r.codes)
 	w, f, n, m, ok := value(t, c, "g")
 	require.True(t, ok)
