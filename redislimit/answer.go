@@ -1,6 +1,11 @@
 package redislimit
 
-import "slices"
+import (
+	"errors"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // apply takes in the answers of a batch.
 func (e *engine) apply(b *batch, now int64) {
@@ -138,4 +143,10 @@ func (e *engine) failed(kc *keyCall) {
 		e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
 	}
 	e.markDirty(ks)
+	var reply redis.Error
+	if e.cfg.probe > 0 && !errors.As(kc.err, &reply) {
+		// Redis itself is out of reach, not this key's call: spare the
+		// next callers the wait (WithProbeInterval).
+		e.downTill, e.downErr = e.now()+int64(e.cfg.probe), kc.err
+	}
 }

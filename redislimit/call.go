@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,12 +29,7 @@ type keyCall struct {
 	refund *request // or a Refund of a grant
 	args   []any
 
-	// the answer
-	now   int64 // Redis's instant, µs
-	value ident
-	gave  bool
-	codes []int64
-	err   error
+	answer
 }
 
 // dispatch sends every ready key's requests, and the give-backs that are
@@ -41,6 +37,10 @@ type keyCall struct {
 // only when no batch is under way.
 func (e *engine) dispatch(now int64) {
 	if len(e.ready) == 0 {
+		return
+	}
+	if now < e.downTill {
+		e.failReady()
 		return
 	}
 	b := &batch{}
@@ -57,6 +57,38 @@ func (e *engine) dispatch(now int64) {
 	}
 	e.busy = true
 	e.work <- b // the caller goroutine is idle: no batch is under way
+}
+
+// failReady fails every ready key's requests without a call, while Redis
+// is taken to be down: they were never sent.
+func (e *engine) failReady() {
+	for _, ks := range e.ready {
+		ks.ready = false
+		for _, r := range ks.line {
+			if r.phase == phPending {
+				ks.left(r)
+				e.unsent(r, ks.name, e.downErr)
+			}
+		}
+		ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })
+		for _, r := range ks.refunds {
+			e.finish(r, stKept, 0, nil)
+		}
+		ks.refunds = nil
+		e.markDirty(ks)
+	}
+	clear(e.ready)
+	e.ready = e.ready[:0]
+}
+
+// unsent fails r, which Redis did not decide: it falls open, or fails
+// with an *UnavailableError.
+func (e *engine) unsent(r *request, key string, cause error) {
+	if e.local != nil {
+		e.finish(r, stLocal, 0, nil)
+		return
+	}
+	e.finish(r, stUnavailable, 0, &UnavailableError{Key: key, Cause: cause})
 }
 
 // prepare builds the key's script call, or returns nil if it has nothing
@@ -158,9 +190,12 @@ func (e *engine) caller() {
 	}
 }
 
-// exec makes a batch's script calls: one EVALSHA per key, pipelined when
-// there are several, and EVAL for those Redis no longer knows the script
-// for (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it again.
+// exec makes a batch's script calls, waiting at most WithCallTimeout for
+// them. The calls run on a goroutine of their own, which exec waits for
+// only that long: go-redis bounds a call by its ReadTimeout, and by the
+// context's deadline only with ContextTimeoutEnabled, so the timeout is
+// kept here. A call that outlives it is counted as consumed and its late
+// answer dropped; Close waits for it to end.
 func (e *engine) exec(b *batch) {
 	if e.cfg.beforeCall != nil {
 		e.cfg.beforeCall()
@@ -174,27 +209,57 @@ func (e *engine) exec(b *batch) {
 		}
 	}
 	b.s = e.stamp()
-	cmds := e.run(ctx, b.keys, false)
-	var again []*keyCall
+	answers := make(chan []answer, 1)
+	e.calling.Add(1)
+	go func() {
+		defer e.calling.Done()
+		answers <- e.call(ctx, b.keys)
+	}()
+	timer := e.cfg.clock.NewTimer(e.cfg.callTimeout)
+	defer timer.Stop()
+	select {
+	case as := <-answers:
+		b.r = e.stamp()
+		for i, kc := range b.keys {
+			kc.answer = as[i]
+		}
+	case <-timer.C():
+		b.r = e.stamp()
+		for _, kc := range b.keys {
+			kc.err = &TimeoutError{After: e.cfg.callTimeout}
+		}
+	case <-e.ioCtx.Done():
+		b.r = e.stamp()
+		for _, kc := range b.keys {
+			kc.err = e.ioCtx.Err()
+		}
+	}
+}
+
+// call makes one script call per key, pipelined when there are several,
+// and sends again with EVAL those Redis no longer knows the script for
+// (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it again.
+func (e *engine) call(ctx context.Context, keys []*keyCall) []answer {
+	cmds := e.run(ctx, keys, false)
+	as := make([]answer, len(keys))
+	var again []int
 	for i, c := range cmds {
 		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			again = append(again, b.keys[i])
+			again = append(again, i)
+			continue
 		}
+		as[i] = read(c, len(keys[i].reqs))
 	}
 	if len(again) > 0 {
-		for i, c := range e.run(ctx, again, true) {
-			again[i].answer(c)
+		retry := make([]*keyCall, len(again))
+		for j, i := range again {
+			retry[j] = keys[i]
+		}
+		for j, c := range e.run(ctx, retry, true) {
+			as[again[j]] = read(c, len(retry[j].reqs))
 		}
 	}
-	b.r = e.stamp()
-	for i, kc := range b.keys {
-		if kc.codes == nil && kc.err == nil {
-			kc.answer(cmds[i])
-		}
-		if kc.err != nil && ctx.Err() != nil && e.ioCtx.Err() == nil {
-			kc.err = fmt.Errorf("%w (%v)", &TimeoutError{After: e.cfg.callTimeout}, kc.err)
-		}
-	}
+	return as
 }
 
 // run sends one script call per key, by SHA or, with load, with the
@@ -224,39 +289,42 @@ func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.C
 	return cmds
 }
 
-// answer reads a script call's reply into kc.
-func (kc *keyCall) answer(c *redis.Cmd) {
+// answer is what one script call said.
+type answer struct {
+	now   int64 // Redis's instant, µs
+	value ident
+	gave  bool
+	codes []int64
+	err   error
+}
+
+// read reads a script call's reply for n requests.
+func read(c *redis.Cmd, n int) answer {
 	res, err := c.Slice()
 	if err != nil {
-		kc.err = err
-		return
+		return answer{err: err}
 	}
-	if len(res) != 3+len(kc.reqs) {
-		kc.err = fmt.Errorf("redislimit: malformed reply of %d values for %d requests", len(res), len(kc.reqs))
-		return
+	if len(res) != 3+n {
+		return answer{err: fmt.Errorf("redislimit: malformed reply of %d values for %d requests", len(res), n)}
 	}
 	now, ok0 := res[0].(int64)
 	value, ok1 := res[1].(string)
 	gave, ok2 := res[2].(int64)
 	if !ok0 || !ok1 || !ok2 {
-		kc.err = fmt.Errorf("redislimit: malformed reply %v", res[:3])
-		return
+		return answer{err: fmt.Errorf("redislimit: malformed reply %v", res[:3])}
 	}
-	kc.now, kc.gave = now, gave == 1
-	if kc.value, err = parseValue(value); err != nil {
-		kc.err = err
-		return
+	a := answer{now: now, gave: gave == 1, codes: make([]int64, n)}
+	if a.value, err = parseValue(value); err != nil {
+		return answer{err: err}
 	}
-	kc.codes = make([]int64, len(kc.reqs))
 	for i, v := range res[3:] {
-		n, ok := v.(int64)
+		x, ok := v.(int64)
 		if !ok {
-			kc.err = fmt.Errorf("redislimit: malformed reply value %v", v)
-			kc.codes = nil
-			return
+			return answer{err: fmt.Errorf("redislimit: malformed reply value %v", v)}
 		}
-		kc.codes[i] = n
+		a.codes[i] = x
 	}
+	return a
 }
 
 // parseValue reads a key's value "W:F:N:M"; "" is no key.

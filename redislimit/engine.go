@@ -45,6 +45,7 @@ type engine struct {
 	once    sync.Once
 	done    chan struct{} // the owner has exited
 	ioDone  chan struct{}
+	calling sync.WaitGroup // script calls under way, perhaps past their timeout
 	ioCtx   context.Context
 	ioStop  context.CancelFunc
 
@@ -58,6 +59,8 @@ type engine struct {
 	dirty    []*keyState // keys whose slots must be dealt out again
 	timed    []*keyState // keys with reserved waiters
 	busy     bool        // a batch is under way
+	downTill int64       // until then, requests fail without a call
+	downErr  error       // why
 	timer    actor.Timer
 	timerC   <-chan time.Time
 	armed    bool
@@ -380,6 +383,7 @@ func (e *engine) shutdown(b *batch) {
 	}
 	close(e.work)
 	<-e.ioDone
+	e.calling.Wait()
 	for _, ks := range e.keys {
 		for _, r := range ks.line {
 			e.finish(r, stClosed, 0, nil)

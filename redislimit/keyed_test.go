@@ -68,7 +68,7 @@ func TestKeyedMakesOneScriptCallPerKeyPerBatch(t *testing.T) {
 		close(release)
 		require.NoError(t, <-warm)
 		before := k.Stats() // the thirty's call is held before it is sent
-		close(g.next()) // the batch of the thirty
+		close(g.next())     // the batch of the thirty
 		for range 30 {
 			require.NoError(t, <-done)
 		}

@@ -127,8 +127,8 @@ func (e *engine) reassign(ks *keyState, now int64) {
 		}
 		for j < len(ks.slots) {
 			s := ks.slots[j]
-			if !s.giving && s.left >= r.cost && (s.at >= now || s == r.slot) {
-				break
+			if !s.giving && s.left >= r.cost && (s.at >= now || s == r.slot) && (r.op != opTry || s.at <= now) {
+				break // a TryAcquire takes only room that is due now: it never waits
 			}
 			j++
 		}

@@ -14,6 +14,7 @@ type config struct {
 	callTimeout time.Duration
 	maxWait     time.Duration // < 0: no limit
 	maxBatch    int
+	probe       time.Duration // after a failed call, fail at once this long; <= 0: never
 	openNum     int64 // fail open to num/den of the rate; 0: fail closed
 	openDen     int64
 	serverNow   func() int64 // tests: the instant, in µs, the script decides at
@@ -21,7 +22,7 @@ type config struct {
 }
 
 func defaults() config {
-	return config{clock: nil, callTimeout: time.Second, maxWait: -1, maxBatch: 256}
+	return config{clock: nil, callTimeout: time.Second, maxWait: -1, maxBatch: 256, probe: 250 * time.Millisecond}
 }
 
 type optionFunc func(*config)
@@ -58,6 +59,15 @@ func WithMaxBatch(n int) Option {
 			c.maxBatch = n
 		}
 	})
+}
+
+// WithProbeInterval sets how long, after a call fails for want of Redis
+// (a refused connection, a timeout, a dropped connection), requests fail
+// at once (or fall open) without a call, before the next call tries Redis
+// again: while Redis is down, callers do not each wait out a dial and its
+// retries. The default is 250ms; d <= 0 makes every batch try.
+func WithProbeInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.probe = d })
 }
 
 // WithFailOpen makes the limiter fall back, for each request Redis cannot

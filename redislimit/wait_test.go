@@ -234,3 +234,33 @@ func TestCloseCancelsACallUnderWay(t *testing.T) {
 		assert.ErrorIs(t, (<-a).err, permits.ErrClosed)
 	})
 }
+
+func TestATryAcquireNeverWaitsForASlotSomeoneGaveUp(t *testing.T) {
+	inBubble(t, func(t *testing.T, c *redis.Client) {
+		l := vlimiter(t, c, "tryslot", algorithms.PerSecond(10), 1)
+		other := vlimiter(t, c, "tryslot", algorithms.PerSecond(10), 1) // another process
+		begin := time.Now()
+		_, err := l.TryAcquire(1)
+		require.NoError(t, err)
+		ctxA, cancelA := context.WithCancel(context.Background())
+		a := start(begin, func() error { _, err := l.Acquire(ctxA, 1); return err }) // at 100 ms
+		synctest.Wait()
+		o := start(begin, func() error { _, err := other.Acquire(context.Background(), 1); return err }) // at 200 ms
+		synctest.Wait()
+		time.Sleep(50 * time.Millisecond)
+		cancelA() // its slot cannot go back: the other process was admitted behind it
+		<-a
+		synctest.Wait()
+		assert.Zero(t, l.Stats().GivenBack)
+		_, err = l.TryAcquire(1)
+		var rl *permits.RateLimitError
+		require.ErrorAs(t, err, &rl, "the free slot is 50 ms ahead: a TryAcquire does not wait for it")
+		assert.Equal(t, 50*time.Millisecond, time.Since(begin), "answered at once")
+		p, err := l.Acquire(context.Background(), 1)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), p.Cost())
+		assert.Equal(t, 100*time.Millisecond, time.Since(begin), "an Acquire takes it")
+		assert.Equal(t, uint64(1), l.Stats().HandedOff)
+		require.NoError(t, (<-o).err)
+	})
+}
