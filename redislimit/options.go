@@ -15,7 +15,7 @@ type config struct {
 	maxWait     time.Duration // < 0: no limit
 	maxBatch    int
 	probe       time.Duration // after a failed call, fail at once this long; <= 0: never
-	openNum     int64 // fail open to num/den of the rate; 0: fail closed
+	openNum     int64         // fail open to num/den of the rate; 0: fail closed
 	openDen     int64
 	serverNow   func() int64 // tests: the instant, in µs, the script decides at
 	beforeCall  func()       // tests: called by the caller goroutine before each batch
