@@ -73,7 +73,7 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 		case code > 0:
 			at := max(off+code*1000, prev)
 			prev = at
-			s := &slot{at: at, cost: r.cost, left: r.cost}
+			s := &slot{at: at, red: code, cost: r.cost, left: r.cost}
 			ks.slots = append(ks.slots, s)
 			switch {
 			case r.state.Load() == rqCancelled:

@@ -18,3 +18,9 @@ func WithBeforeCall(f func()) Option {
 const Script = batchScript
 
 var ScriptSHA = batchSHA
+
+// WithGrantHook tells f, on the owner goroutine, of every grant through
+// Redis: the instant Redis admitted its slot at, in µs, and its cost.
+func WithGrantHook(f func(redisMicros, cost int64)) Option {
+	return optionFunc(func(c *config) { c.onGrant = f })
+}

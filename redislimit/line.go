@@ -31,6 +31,7 @@ type keyState struct {
 // reservation, or a grant on arrival (an instant already come).
 type slot struct {
 	at      int64 // the local instant it is due, ns: never before Redis's instant
+	red     int64 // Redis's instant, µs
 	cost    int64 // what Redis admitted
 	left    int64 // what the waiters dealt to it leave
 	holders int   // waiters dealt to it and not yet granted
@@ -204,6 +205,9 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		s.holders--
 		n++
 		ks.left(r)
+		if e.cfg.onGrant != nil && r.state.Load() == rqWaiting {
+			e.cfg.onGrant(s.red, r.cost)
+		}
 		// If its caller gave up at this very instant, the cancellation
 		// finds it gone; the room it leaves is due, so nobody else can
 		// take it.

@@ -17,8 +17,9 @@ type config struct {
 	probe       time.Duration // after a failed call, fail at once this long; <= 0: never
 	openNum     int64         // fail open to num/den of the rate; 0: fail closed
 	openDen     int64
-	serverNow   func() int64 // tests: the instant, in µs, the script decides at
-	beforeCall  func()       // tests: called by the caller goroutine before each batch
+	serverNow   func() int64            // tests: the instant, in µs, the script decides at
+	beforeCall  func()                  // tests: called by the caller goroutine before each batch
+	onGrant     func(redis, cost int64) // tests: told of each grant, with Redis's instant in µs
 }
 
 func defaults() config {
