@@ -8,16 +8,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // batch is one round of script calls: one per key with something to send,
-// pipelined together, made by the caller goroutine while the owner gathers
+// pipelined together, made by a worker goroutine while the owner gathers
 // the next round.
 type batch struct {
-	keys []*keyCall
-	s, r int64 // the local clock just before sending and just after the answer
+	keys  []*keyCall
+	s, r  int64        // the local clock just before sending and just after the answer
+	state atomic.Int32 // bPending, then who delivered it (workers.go)
+	timer *time.Timer
 }
 
 // keyCall is one script call: a key's requests in FIFO order, and perhaps
@@ -55,8 +59,8 @@ func (e *engine) dispatch(now int64) {
 	if len(b.keys) == 0 {
 		return
 	}
-	e.busy = true
-	e.work <- b // the caller goroutine is idle: no batch is under way
+	e.busy = b
+	e.start(b)
 }
 
 // failReady fails every ready key's requests without a call, while Redis
@@ -179,61 +183,6 @@ func (ks *keyState) trailing(now int64) []*slot {
 		end = s.start
 	}
 	return give
-}
-
-// caller is the goroutine that makes the script calls.
-func (e *engine) caller() {
-	defer close(e.ioDone)
-	for b := range e.work {
-		e.exec(b)
-		e.results <- b
-	}
-}
-
-// exec makes a batch's script calls, waiting at most WithCallTimeout for
-// them. The calls run on a goroutine of their own, which exec waits for
-// only that long: go-redis bounds a call by its ReadTimeout, and by the
-// context's deadline only with ContextTimeoutEnabled, so the timeout is
-// kept here. A call that outlives it is counted as consumed and its late
-// answer dropped; Close waits for it to end.
-func (e *engine) exec(b *batch) {
-	if e.cfg.beforeCall != nil {
-		e.cfg.beforeCall()
-	}
-	ctx, cancel := context.WithTimeout(e.ioCtx, e.cfg.callTimeout)
-	defer cancel()
-	if e.cfg.serverNow != nil {
-		now := strconv.FormatInt(e.cfg.serverNow(), 10)
-		for _, kc := range b.keys {
-			kc.args[4] = now
-		}
-	}
-	b.s = e.stamp()
-	answers := make(chan []answer, 1)
-	e.calling.Add(1)
-	go func() {
-		defer e.calling.Done()
-		answers <- e.call(ctx, b.keys)
-	}()
-	timer := e.cfg.clock.NewTimer(e.cfg.callTimeout)
-	defer timer.Stop()
-	select {
-	case as := <-answers:
-		b.r = e.stamp()
-		for i, kc := range b.keys {
-			kc.answer = as[i]
-		}
-	case <-timer.C():
-		b.r = e.stamp()
-		for _, kc := range b.keys {
-			kc.err = &TimeoutError{After: e.cfg.callTimeout}
-		}
-	case <-e.ioCtx.Done():
-		b.r = e.stamp()
-		for _, kc := range b.keys {
-			kc.err = e.ioCtx.Err()
-		}
-	}
 }
 
 // call makes one script call per key, pipelined when there are several,

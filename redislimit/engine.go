@@ -39,15 +39,13 @@ type engine struct {
 	inbox   atomic.Pointer[request]
 	cancels atomic.Pointer[request]
 	wake    chan struct{} // capacity 1
-	results chan *batch   // capacity 1: the call under way, answered
-	work    chan *batch   // to the caller goroutine
+	results chan *batch   // capacity 1: the batch under way, answered
 	closed  atomic.Bool
 	once    sync.Once
 	done    chan struct{} // the owner has exited
-	ioDone  chan struct{}
-	calling sync.WaitGroup // script calls under way, perhaps past their timeout
 	ioCtx   context.Context
 	ioStop  context.CancelFunc
+	workers pool
 
 	granted, rejected, canceled, unavailable, fellOpen atomic.Uint64
 	calls, decided, handedOff, givenBack, refunded     atomic.Uint64
@@ -58,7 +56,8 @@ type engine struct {
 	ready    []*keyState // keys with requests to send
 	dirty    []*keyState // keys whose slots must be dealt out again
 	timed    []*keyState // keys with reserved waiters
-	busy     bool        // a batch is under way
+	labels   pprof.LabelSet
+	busy     *batch      // the batch under way, or nil
 	downTill int64       // until then, requests fail without a call
 	downErr  error       // why
 	timer    actor.Timer
@@ -97,14 +96,11 @@ func newEngine(client redis.UniversalClient, rate algorithms.Rate, burst int64, 
 	e.epoch = cfg.clock.Now()
 	e.wake = make(chan struct{}, 1)
 	e.results = make(chan *batch, 1)
-	e.work = make(chan *batch)
 	e.done = make(chan struct{})
-	e.ioDone = make(chan struct{})
 	e.keys = make(map[string]*keyState)
 	e.ioCtx, e.ioStop = context.WithCancel(context.Background())
-	labels := pprof.Labels("sluice.limiter", "redislimit")
-	go pprof.Do(context.Background(), labels, func(context.Context) { e.loop() })
-	go pprof.Do(context.Background(), labels, func(context.Context) { e.caller() })
+	e.labels = pprof.Labels("sluice.limiter", "redislimit")
+	go pprof.Do(context.Background(), e.labels, func(context.Context) { e.loop() })
 	return e, nil
 }
 
@@ -207,7 +203,7 @@ func (e *engine) loop() {
 		now := e.now() // one clock read per batch of messages
 		cancels, arrivals := e.take()
 		if b != nil {
-			e.busy = false
+			e.busy = nil
 			e.apply(b, now)
 		}
 		for r := arrivals; r != nil; {
@@ -250,7 +246,7 @@ func (e *engine) schedule() {
 		}
 		e.dirty = e.dirty[:0]
 		wake := e.grantDue(now)
-		if !e.busy {
+		if e.busy == nil {
 			e.dispatch(now)
 		}
 		fresh := e.now()
@@ -378,12 +374,10 @@ func (e *engine) shutdown(b *batch) {
 		e.timer.Stop()
 	}
 	e.ioStop()
-	if e.busy && b == nil {
-		b = <-e.results
+	if b == nil && e.busy != nil && !e.busy.state.CompareAndSwap(bPending, bClosed) {
+		b = <-e.results // a worker or the timeout answered just now
 	}
-	close(e.work)
-	<-e.ioDone
-	e.calling.Wait()
+	e.workers.close()
 	for _, ks := range e.keys {
 		for _, r := range ks.line {
 			e.finish(r, stClosed, 0, nil)
@@ -391,6 +385,9 @@ func (e *engine) shutdown(b *batch) {
 		for _, r := range ks.refunds {
 			e.finish(r, stKept, 0, nil)
 		}
+	}
+	if b == nil {
+		b = e.busy // the batch under way, answered by nobody now
 	}
 	if b != nil {
 		for _, kc := range b.keys {
