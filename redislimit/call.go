@@ -36,16 +36,16 @@ type keyCall struct {
 	answer
 }
 
-// dispatch sends every ready key's requests, and the give-backs that are
-// safe to try, as one batch to the caller goroutine. The owner calls it
-// only when no batch is under way.
-func (e *engine) dispatch(now int64) {
+// dispatch builds a batch of every ready key's requests, and the
+// give-backs that are safe to try, and marks it under way; nil if there is
+// nothing to send. The owner calls it only when no batch is under way.
+func (e *engine) dispatch(now int64) *batch {
 	if len(e.ready) == 0 {
-		return
+		return nil
 	}
 	if now < e.downTill {
 		e.failReady()
-		return
+		return nil
 	}
 	b := &batch{}
 	for _, ks := range e.ready {
@@ -57,10 +57,10 @@ func (e *engine) dispatch(now int64) {
 	clear(e.ready)
 	e.ready = e.ready[:0]
 	if len(b.keys) == 0 {
-		return
+		return nil
 	}
 	e.busy = b
-	e.start(b)
+	return b
 }
 
 // failReady fails every ready key's requests without a call, while Redis

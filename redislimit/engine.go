@@ -36,6 +36,7 @@ type engine struct {
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
 
+	tok     atomic.Int32 // who holds the state below (direct.go)
 	inbox   atomic.Pointer[request]
 	cancels atomic.Pointer[request]
 	wake    chan struct{} // capacity 1
@@ -49,6 +50,7 @@ type engine struct {
 
 	granted, rejected, canceled, unavailable, fellOpen atomic.Uint64
 	calls, decided, handedOff, givenBack, refunded     atomic.Uint64
+	directs                                            atomic.Uint64
 	waiting                                            atomic.Int64
 
 	// the owner's
@@ -57,11 +59,11 @@ type engine struct {
 	dirty    []*keyState // keys whose slots must be dealt out again
 	timed    []*keyState // keys with reserved waiters
 	labels   pprof.LabelSet
-	busy     *batch      // the batch under way, or nil
-	downTill int64       // until then, requests fail without a call
-	downErr  error       // why
+	busy     *batch // the batch under way, or nil
+	downTill int64  // until then, requests fail without a call
+	downErr  error  // why
 	timer    actor.Timer
-	timerC   <-chan time.Time
+	timerC   <-chan time.Time // the armed timer's channel, or nil
 	armed    bool
 	armedAt  int64
 	last     int64
@@ -99,6 +101,7 @@ func newEngine(client redis.UniversalClient, rate algorithms.Rate, burst int64, 
 	e.done = make(chan struct{})
 	e.keys = make(map[string]*keyState)
 	e.ioCtx, e.ioStop = context.WithCancel(context.Background())
+	e.tok.Store(tokFree) // the owner starts asleep with nothing to do
 	e.labels = pprof.Labels("sluice.limiter", "redislimit")
 	go pprof.Do(context.Background(), e.labels, func(context.Context) { e.loop() })
 	return e, nil
@@ -134,6 +137,9 @@ func (e *engine) stamp() int64 { return int64(e.cfg.clock.Now().Sub(e.epoch)) }
 
 // send pushes r onto the inbox and wakes the owner.
 func (e *engine) send(r *request) {
+	if r.op == opAcquire {
+		e.waiting.Add(1) // before the owner can answer, which takes it back
+	}
 	for {
 		top := e.inbox.Load()
 		r.next = top
@@ -185,10 +191,21 @@ func (e *engine) take() (cancels, arrivals *request) {
 
 func (e *engine) loop() {
 	defer close(e.done)
+	var timerC <-chan time.Time // the timer's channel, read while holding the state
 	for {
 		var b *batch
 		if !e.pending() {
-			b = e.park()
+			b = e.park(timerC)
+		}
+		for !e.own() {
+			// A caller runs a round (direct.go); it wakes the owner when
+			// it lets go. No batch of the owner's is under way meanwhile
+			// (it lets go only when none is), so b is nil.
+			if b != nil {
+				e.results <- b
+				b = nil
+			}
+			<-e.wake
 		}
 		if b == nil {
 			select {
@@ -200,44 +217,60 @@ func (e *engine) loop() {
 			e.shutdown(b)
 			return
 		}
-		now := e.now() // one clock read per batch of messages
-		cancels, arrivals := e.take()
-		if b != nil {
-			e.busy = nil
-			e.apply(b, now)
-		}
-		for r := arrivals; r != nil; {
-			next := r.next
-			e.arrive(r, now)
-			r = next
-		}
-		for r := cancels; r != nil; {
-			next := r.cancelNext
-			e.cancel(r, now)
-			r = next
-		}
-		e.schedule()
+		e.round(b, nil)
+		e.schedule(false)
+		timerC = e.timerC
+		e.letGo()
 	}
 }
 
-// park sleeps until a message, an answer from Redis or the timer.
-func (e *engine) park() *batch {
+// round takes in what is waiting for the owner: the answers of the batch
+// under way (b, if it came), the requests in the inbox (after first, a
+// caller's own request on the direct path) and the cancellations.
+func (e *engine) round(b *batch, first *request) {
+	now := e.now() // one clock read per batch of messages
+	cancels, arrivals := e.take()
+	if b != nil {
+		e.busy = nil
+		e.apply(b, now)
+	}
+	if first != nil {
+		e.arrive(first, now)
+	}
+	for r := arrivals; r != nil; {
+		next := r.next
+		e.arrive(r, now)
+		r = next
+	}
+	for r := cancels; r != nil; {
+		next := r.cancelNext
+		e.cancel(r, now)
+		r = next
+	}
+}
+
+// park sleeps until a message, an answer from Redis or the timer (timerC,
+// nil when none is armed: always so when the owner has let go of the
+// state).
+func (e *engine) park(timerC <-chan time.Time) *batch {
 	select {
 	case <-e.wake:
 	case b := <-e.results:
 		return b
-	case <-e.timerC:
+	case <-timerC:
 		e.armed = false
 	}
 	return nil
 }
 
-// schedule deals out freed slots, grants every due waiter, sends the next
-// batch if no call is under way, and keeps the one timer armed for the
-// earliest slot still ahead, from a fresh clock reading. The clock is read
-// again after every pass, so that a pass that took long grants what fell
-// due meanwhile before the owner sleeps.
-func (e *engine) schedule() {
+// schedule deals out freed slots, grants every due waiter, starts the
+// next batch if none is under way (on a worker, or with inline on the
+// calling goroutine, which then returns it for the caller to make), and
+// keeps the one timer armed for the earliest slot still ahead, from a
+// fresh clock reading. The clock is read again after every pass, so that a
+// pass that took long grants what fell due meanwhile before the owner
+// sleeps.
+func (e *engine) schedule(inline bool) *batch {
 	for {
 		now := e.now()
 		for _, ks := range e.dirty {
@@ -246,13 +279,20 @@ func (e *engine) schedule() {
 		}
 		e.dirty = e.dirty[:0]
 		wake := e.grantDue(now)
+		var b *batch
 		if e.busy == nil {
-			e.dispatch(now)
+			b = e.dispatch(now)
+		}
+		if b != nil && inline {
+			return b
+		}
+		if b != nil {
+			e.start(b)
 		}
 		fresh := e.now()
 		if wake == 0 || wake > fresh {
 			e.arm(wake, fresh)
-			return
+			return nil
 		}
 	}
 }
@@ -446,7 +486,12 @@ func (e *engine) acquire(ctx context.Context, name string, o op, cost int64) (*r
 		return nil, err
 	}
 	r := e.newRequest(ctx, name, o, cost)
-	e.roundTrip(ctx, r)
+	// Only a caller that cannot be cancelled takes the direct path: one
+	// making the script call itself cannot return before go-redis does.
+	if ctx.Done() != nil || !e.direct(r) {
+		e.send(r)
+	}
+	e.await(ctx, r)
 	switch r.state.Load() {
 	case rqCancelled:
 		if r.status == stClosed {

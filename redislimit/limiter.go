@@ -147,6 +147,7 @@ type Stats struct {
 	FellOpen    uint64 // requests sent to the fail-open limiter
 	Waiting     int    // Acquires waiting for their answer now
 
+	Direct    uint64 // requests whose caller made the script call itself (direct.go)
 	Calls     uint64 // script calls made (EVALSHA, and EVAL after NOSCRIPT)
 	Decided   uint64 // requests those calls decided
 	HandedOff uint64 // waiters granted a slot another waiter gave up, without a call
@@ -158,7 +159,7 @@ func (e *engine) stats() Stats {
 	return Stats{
 		Granted: e.granted.Load(), Rejected: e.rejected.Load(), Canceled: e.canceled.Load(),
 		Unavailable: e.unavailable.Load(), FellOpen: e.fellOpen.Load(), Waiting: int(e.waiting.Load()),
-		Calls: e.calls.Load(), Decided: e.decided.Load(), HandedOff: e.handedOff.Load(),
+		Direct: e.directs.Load(), Calls: e.calls.Load(), Decided: e.decided.Load(), HandedOff: e.handedOff.Load(),
 		GivenBack: e.givenBack.Load(), Refunded: e.refunded.Load(),
 	}
 }

@@ -58,21 +58,21 @@ func TestRefundTakesBackOnlyTheLastAdmissionOfACall(t *testing.T) {
 	inBubble(t, func(t *testing.T, c *redis.Client) {
 		g := newGate()
 		l := vlimiter(t, c, "rlast", algorithms.PerSecond(10), 3, redislimit.WithBeforeCall(g.hold))
-		grants := make(chan permits.Grant, 3)
-		acquire := func() {
+		acquire := func(grants chan<- permits.Grant) {
 			gr, err := l.AcquireGrant(context.Background(), 1)
 			assert.NoError(t, err)
 			grants <- gr
 		}
-		go acquire()
+		firsts, later := make(chan permits.Grant, 1), make(chan permits.Grant, 2)
+		go acquire(firsts)
 		release := g.next() // the first call is held; the next two gather
-		go acquire()
-		go acquire()
+		go acquire(later)
+		go acquire(later)
 		synctest.Wait()
 		close(release)
 		close(g.next()) // the second call: both together
-		first := <-grants
-		y, z := <-grants, <-grants
+		first := <-firsts
+		y, z := <-later, <-later
 		// Three script calls: the first EVALSHA met NOSCRIPT on the fresh
 		// server and was sent again as EVAL; then Y and Z in one.
 		assert.Equal(t, uint64(3), l.Stats().Calls)

@@ -95,16 +95,12 @@ func (e *engine) newRequest(ctx context.Context, key string, o op, cost int64) *
 	return r
 }
 
-// roundTrip sends r and waits for its answer or for ctx to end. A caller
-// that gives up wins or loses one CAS against the owner's answer (see
-// rqWaiting); when it wins it tells the owner, which hands whatever r
+// await waits for r's answer or for ctx to end, r having been sent. A
+// caller that gives up wins or loses one CAS against the owner's answer
+// (see rqWaiting); when it wins it tells the owner, which hands whatever r
 // held to the waiters behind it, and returns at once, without waiting for
 // the owner: a slow Redis never delays a cancellation.
-func (e *engine) roundTrip(ctx context.Context, r *request) {
-	if r.op == opAcquire {
-		e.waiting.Add(1) // before the owner can answer, which takes it back
-	}
-	e.send(r)
+func (e *engine) await(ctx context.Context, r *request) {
 	var done <-chan struct{} // nil: the answer is sure to come
 	if e.closed.Load() {
 		done = e.done
@@ -134,6 +130,12 @@ func (e *engine) roundTrip(ctx context.Context, r *request) {
 			r.status = stClosed
 		}
 	}
+}
+
+// roundTrip sends r to the owner and waits for its answer.
+func (e *engine) roundTrip(ctx context.Context, r *request) {
+	e.send(r)
+	e.await(ctx, r)
 }
 
 // finish answers r unless its caller gave up first, reporting which. The

@@ -224,7 +224,9 @@ func TestCloseCancelsACallUnderWay(t *testing.T) {
 	inBubble(t, func(t *testing.T, c *redis.Client) {
 		g := newGate()
 		l := vlimiter(t, c, "closecall", algorithms.PerSecond(10), 1, redislimit.WithBeforeCall(g.hold))
-		a := start(time.Now(), func() error { _, err := l.Acquire(context.Background(), 1); return err })
+		ctx, cancel := context.WithCancel(context.Background()) // through the owner, not direct
+		defer cancel()
+		a := start(time.Now(), func() error { _, err := l.Acquire(ctx, 1); return err })
 		release := g.next()
 		closed := make(chan struct{})
 		go func() { l.Close(); close(closed) }()
@@ -262,5 +264,30 @@ func TestATryAcquireNeverWaitsForASlotSomeoneGaveUp(t *testing.T) {
 		assert.Equal(t, 100*time.Millisecond, time.Since(begin), "an Acquire takes it")
 		assert.Equal(t, uint64(1), l.Stats().HandedOff)
 		require.NoError(t, (<-o).err)
+	})
+}
+
+func TestALoneCallerThatCannotBeCancelledMakesTheCallItself(t *testing.T) {
+	inBubble(t, func(t *testing.T, c *redis.Client) {
+		l := vlimiter(t, c, "direct", algorithms.PerSecond(10), 3)
+		_, err := l.TryAcquire(1)
+		require.NoError(t, err)
+		_, err = l.Acquire(context.Background(), 1)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), l.Stats().Direct, "no hand-off to the owner")
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, err = l.Acquire(ctx, 1)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), l.Stats().Direct, "a caller that can be cancelled goes through the owner")
+
+		// A reservation made on the direct path is the owner's to grant.
+		synctest.Wait() // the owner lets go of the state once it has nothing to do
+		begin := time.Now()
+		_, err = l.Acquire(context.Background(), 1)
+		require.NoError(t, err)
+		assert.Equal(t, 100*time.Millisecond, time.Since(begin))
+		assert.Equal(t, uint64(3), l.Stats().Direct)
 	})
 }

@@ -55,7 +55,7 @@ func (e *engine) start(b *batch) {
 func (e *engine) work(w *worker) {
 	defer e.workers.wg.Done()
 	for b := range w.jobs {
-		e.exec(b)
+		e.exec(b, false)
 		if !e.workers.put(w) {
 			return
 		}
@@ -86,11 +86,13 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-// exec makes a batch's script calls and delivers the answers to the owner,
-// unless the call timeout (or Close) delivered the batch first: a call
-// that outlives its timeout is counted as consumed and its late answer
-// dropped.
-func (e *engine) exec(b *batch) {
+// exec makes a batch's script calls and, on a worker, delivers the
+// answers to the owner, unless the call timeout (or Close) delivered the
+// batch first: a call that outlives its timeout is counted as consumed and
+// its late answer dropped. With inline, on the direct path, it keeps the
+// answers for its caller to apply, and the timer that takes the batch
+// hands the state to the owner. It reports whether the answers count.
+func (e *engine) exec(b *batch, inline bool) bool {
 	if e.cfg.beforeCall != nil {
 		e.cfg.beforeCall()
 	}
@@ -102,22 +104,26 @@ func (e *engine) exec(b *batch) {
 			kc.args[4] = now
 		}
 	}
-	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b) })
+	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, inline) })
 	b.s = e.stamp()
 	as := e.call(ctx, b.keys)
 	b.timer.Stop()
 	if !b.state.CompareAndSwap(bPending, bAnswered) {
-		return
+		return false
 	}
 	b.r = e.stamp()
 	for i, kc := range b.keys {
 		kc.answer = as[i]
 	}
-	e.results <- b
+	if !inline {
+		e.results <- b
+	}
+	return true
 }
 
-// timeout delivers b, whose calls did not answer within WithCallTimeout.
-func (e *engine) timeout(b *batch) {
+// timeout delivers b, whose calls did not answer within WithCallTimeout,
+// to the owner, and with inline the state too (see direct.go).
+func (e *engine) timeout(b *batch, inline bool) {
 	if !b.state.CompareAndSwap(bPending, bTimedOut) {
 		return
 	}
@@ -125,5 +131,9 @@ func (e *engine) timeout(b *batch) {
 	for _, kc := range b.keys {
 		kc.err = &TimeoutError{After: e.cfg.callTimeout}
 	}
+	if inline {
+		e.tok.Store(tokOwner)
+	}
 	e.results <- b
+	e.kick()
 }
