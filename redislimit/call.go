@@ -281,17 +281,15 @@ func parseValue(v string) (ident, error) {
 	if v == "" {
 		return ident{}, nil
 	}
-	parts := strings.Split(v, ":")
-	if len(parts) != 4 {
-		return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
-	}
-	var n [3]int64
+	var n [4]int64
+	rest := v
 	for i := range n {
-		x, err := strconv.ParseInt(parts[i], 10, 64)
-		if err != nil {
+		field, tail, more := strings.Cut(rest, ":")
+		x, err := strconv.ParseInt(field, 10, 64)
+		if err != nil || more == (i == len(n)-1) {
 			return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
 		}
-		n[i] = x
+		n[i], rest = x, tail
 	}
 	return ident{w: n[0], f: n[1], n: n[2], ok: true}, nil
 }

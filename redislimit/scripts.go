@@ -91,9 +91,12 @@ if ARGV[6] ~= '' and string.match(cur, '^%d+:%d+:%d+') == ARGV[6] then
 end
 
 local out = {now, '', gave}
+local inc = {} -- c·P as whole µs and ticks, per cost seen
 for c, mw in string.gmatch(ARGV[9], '(%d+):(%-?%d+)') do
   c, mw = tonumber(c), tonumber(mw)
-  local iw, ifr = divmod(c * P, C)
+  local ci = inc[c]
+  if not ci then ci = {divmod(c * P, C)}; inc[c] = ci end
+  local iw, ifr = ci[1], ci[2]
   if iw > tauW or (iw == tauW and ifr > tauF) then
     out[#out + 1] = 0
   else

@@ -96,8 +96,6 @@ func (e *engine) exec(b *batch, inline bool) bool {
 	if e.cfg.beforeCall != nil {
 		e.cfg.beforeCall()
 	}
-	ctx, cancel := context.WithTimeout(e.ioCtx, e.cfg.callTimeout)
-	defer cancel()
 	if e.cfg.serverNow != nil {
 		now := strconv.FormatInt(e.cfg.serverNow(), 10)
 		for _, kc := range b.keys {
@@ -106,7 +104,9 @@ func (e *engine) exec(b *batch, inline bool) bool {
 	}
 	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, inline) })
 	b.s = e.stamp()
-	as := e.call(ctx, b.keys)
+	// The timer keeps the timeout; the context only stops a client with
+	// ContextTimeoutEnabled when the limiter closes.
+	as := e.call(e.ioCtx, b.keys)
 	b.timer.Stop()
 	if !b.state.CompareAndSwap(bPending, bAnswered) {
 		return false
