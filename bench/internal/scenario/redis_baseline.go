@@ -28,7 +28,7 @@ return 0
 `
 
 type baseline struct {
-	script       *redis.Script
+	script        *redis.Script
 	interval, tau string
 }
 
