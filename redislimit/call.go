@@ -60,6 +60,7 @@ func (e *engine) dispatch(now int64) *batch {
 		return nil
 	}
 	e.busy = b
+	e.calling.Store(true)
 	return b
 }
 

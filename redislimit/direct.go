@@ -82,6 +82,7 @@ func (e *engine) direct(r *request) bool {
 		if !e.execInline(b) {
 			return true // the timer took the batch, and the state with it
 		}
+		e.calling.Store(false) // before looking at the inbox below
 		e.busy = nil
 		e.apply(b, e.now())
 		e.schedule(false)

@@ -37,6 +37,7 @@ type engine struct {
 	local  *actor.Limiter // fail open; nil when failing closed
 
 	tok     atomic.Int32 // who holds the state below (direct.go)
+	calling atomic.Bool  // a batch is under way: its answer makes the owner take the inbox
 	inbox   atomic.Pointer[request]
 	cancels atomic.Pointer[request]
 	wake    chan struct{} // capacity 1
@@ -147,7 +148,14 @@ func (e *engine) send(r *request) {
 			break
 		}
 	}
-	e.kick()
+	// An Acquire need not wake the owner while a batch is under way: it
+	// can only go in the next batch, and the owner takes the inbox when
+	// the answer comes. The owner clears calling and then takes the inbox;
+	// the caller pushes and then reads calling: one of them sees the
+	// other. Under load this spares the owner a wake-up per request.
+	if r.op != opAcquire || !e.calling.Load() {
+		e.kick()
+	}
 }
 
 // sendCancel tells the owner that r's caller gave up.
@@ -228,6 +236,9 @@ func (e *engine) loop() {
 // under way (b, if it came), the requests in the inbox (after first, a
 // caller's own request on the direct path) and the cancellations.
 func (e *engine) round(b *batch, first *request) {
+	if b != nil {
+		e.calling.Store(false) // before taking the inbox (send)
+	}
 	now := e.now() // one clock read per batch of messages
 	cancels, arrivals := e.take()
 	if b != nil {
