@@ -34,9 +34,10 @@ var ErrNotFound = errors.New("redistest: redis-server not found on PATH")
 // use.
 type Server struct {
 	// Addr is host:port, on the loopback interface.
-	Addr string
-	dir  string
-	port int
+	Addr  string
+	dir   string
+	port  int
+	extra []string // more redis-server arguments
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -48,7 +49,9 @@ const startTimeout = 10 * time.Second
 
 // Start starts a redis-server on a free loopback port with its working
 // directory in dir. It returns ErrNotFound if redis-server is not on PATH.
-func Start(dir string) (*Server, error) {
+func Start(dir string) (*Server, error) { return start(dir, nil) }
+
+func start(dir string, extra func(port int) []string) (*Server, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, ErrNotFound
 	}
@@ -59,6 +62,9 @@ func Start(dir string) (*Server, error) {
 			return nil, err
 		}
 		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, port: port}
+		if extra != nil {
+			s.extra = extra(port)
+		}
 		if last = s.start(); last == nil {
 			return s, nil
 		}
@@ -132,6 +138,7 @@ func (s *Server) start() error {
 		"--dir", s.dir, "--save", "", "--appendonly", "no",
 		"--logfile", "", "--daemonize", "no",
 	}, debugFlag()...)
+	args = append(args, s.extra...)
 	cmd := exec.Command("redis-server", args...)
 	cmd.Dir = s.dir
 	out, err := cmd.StdoutPipe()
