@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -20,9 +21,10 @@ import (
 // requests from its inbox in batches, keeps each key's FIFO line of
 // waiters and the slots Redis reserved for them, arms one timer for the
 // earliest due slot, and answers each caller on its own reply channel; and
-// a second goroutine that makes the script calls, so that a slow Redis
-// never delays a grant already reserved. Everything below the inbox is
-// touched by the owner only.
+// worker goroutines (workers.go) that make the script calls, so that a slow
+// Redis never delays a grant already reserved. Everything below the inbox
+// is touched by one holder at a time: the owner, or a lone caller on the
+// direct path (direct.go).
 //
 // The inbox is actor's (inbox.go there, and here): one lock-free stack of
 // requests, pushed with one CAS, taken whole with one swap; cancellations
@@ -68,7 +70,6 @@ type engine struct {
 	armed    bool
 	armedAt  int64
 	last     int64
-	sent     int64 // scratch: requests in the batch being built
 	scratchB []byte
 }
 
@@ -119,7 +120,9 @@ func localLimiter(q quota, cfg config) (*actor.Limiter, error) {
 		return nil, invalid("WithFailOpen(%d, %d): the share of %v overflows", num, den, r)
 	}
 	share := algorithms.Rate{Count: r.Count * num, Per: r.Per * time.Duration(den)}
-	g, err := algorithms.NewGCRA(share, max(1, q.burst*num/den))
+	hi, lo := bits.Mul64(uint64(q.burst), uint64(num))
+	burst, _ := bits.Div64(hi, lo, uint64(den)) // hi < den: num <= den
+	g, err := algorithms.NewGCRA(share, max(1, int64(burst)))
 	if err != nil {
 		return nil, err
 	}
@@ -418,8 +421,9 @@ func (e *engine) forget(ks *keyState) {
 	}
 }
 
-// shutdown fails every waiter with ErrClosed, lets the call under way end
-// (cancelled), and stops the caller goroutine.
+// shutdown fails every waiter with ErrClosed, takes the batch under way
+// from its worker (whose late answer is then dropped), and stops the
+// workers, waiting for any still inside go-redis.
 func (e *engine) shutdown(b *batch) {
 	if e.timer != nil {
 		e.timer.Stop()
