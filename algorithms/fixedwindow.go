@@ -190,6 +190,15 @@ func (w *FixedWindow) store(e *fwEpoch, s uint64, idx, count int64, gate bool) b
 	return n == s || w.state.CompareAndSwap(s, n)
 }
 
+// seen returns the instant a decision at at was made at: at itself, or the
+// latest instant seen when d is that one.
+func (e *fwEpoch) seen(at time.Time, d int64) time.Time {
+	if at.Sub(e.base) == time.Duration(d) {
+		return at
+	}
+	return e.base.Add(time.Duration(d))
+}
+
 // current returns the window instant d (ns since the base) falls in, and
 // the count that applies there: the stored count in the stored window (or
 // an earlier instant), none in a later window.
@@ -246,8 +255,7 @@ func (w *FixedWindow) decide(at time.Time, cost int64, fast, closeGate bool) (De
 		}
 		idx, count := w.unpack(e, s)
 		cur, count := e.current(idx, count, d)
-		start := e.base.Add(time.Duration(cur * e.window))
-		next := start.Add(time.Duration(e.window))
+		next := e.base.Add(time.Duration((cur + 1) * e.window))
 		var dec Decision
 		stored := true
 		switch {
@@ -258,8 +266,9 @@ func (w *FixedWindow) decide(at time.Time, cost int64, fast, closeGate bool) (De
 			}
 			dec = denyNever(max(e.limit-count, 0), reset)
 		case cost <= e.limit-count: // count+cost could overflow for limits near MaxInt64
+			// The receipt names its window by the window's end (Mark).
 			dec = Decision{Allowed: true, Remaining: e.limit - count - cost, ResetAt: next,
-				Receipt: Receipt{At: e.base.Add(time.Duration(d)), Cost: cost, Mark: start,
+				Receipt: Receipt{At: e.seen(at, d), Cost: cost, Mark: next,
 					Frac: e.version<<42 | (count+cost)&(1<<42-1), Seq: refunds}}
 			stored = w.store(e, s, cur, count+cost, s&gateBit != 0)
 		default:
@@ -351,10 +360,10 @@ func (w *FixedWindow) adjust(now time.Time, r Receipt, delta int64) (accepted, c
 		}
 		idx, count := w.unpack(e, s)
 		cur, count := e.current(idx, count, d)
-		start := e.base.Add(time.Duration(cur * e.window))
-		live := func(mark time.Time) bool { return !mark.Before(start) }
+		end := e.base.Add(time.Duration((cur + 1) * e.window))
+		live := func(mark time.Time) bool { return !mark.Before(end) }
 		next := min(max(count+delta, 0), e.limit) // a debt fills the window at most
-		if cur != idx || !r.Mark.Equal(start) || r.Frac>>42 != e.version || next == count {
+		if cur != idx || !r.Mark.Equal(end) || r.Frac>>42 != e.version || next == count {
 			w.book.record(r, live) // its window is over, or nothing to change
 			return true, false
 		}

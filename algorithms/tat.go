@@ -125,6 +125,15 @@ func (e *tatEpoch) ticks(at time.Time) (n int64, fits bool) {
 	return max(int64(max(d, 0))*e.count, e.last.Load()), true
 }
 
+// seen returns the instant a decision at at was made at: at itself, or the
+// latest instant seen when n is that one (ticks moved it later).
+func (e *tatEpoch) seen(at time.Time, n int64) time.Time {
+	if d := at.Sub(e.origin); d >= 0 && int64(d)*e.count == n {
+		return at
+	}
+	return e.instant(n)
+}
+
 // instant returns the first instant at or after tick t.
 func (e *tatEpoch) instant(t int64) time.Time {
 	if e.count == 1 {
@@ -238,7 +247,9 @@ func (c *tatCore) decide(at time.Time, cost int64, fast, closeGate bool) (Decisi
 		}
 		if nw == w || c.state.CompareAndSwap(w, nw) {
 			if d.Allowed {
-				d.Receipt = Receipt{At: e.instant(n), Cost: cost, Mark: e.origin.Add(time.Duration(next / e.count)),
+				// The TAT after: Mark is its instant rounded up (ResetAt),
+				// Frac its ticks past the last whole ns (see markTicks).
+				d.Receipt = Receipt{At: e.seen(at, n), Cost: cost, Mark: d.ResetAt,
 					Frac: e.version<<fracBits | next%e.count, Seq: given}
 			}
 			saw(&e.last, n)
@@ -253,6 +264,11 @@ func (c *tatCore) decide(at time.Time, cost int64, fast, closeGate bool) (Decisi
 func (e *tatEpoch) judge(tat, n, cost int64) (Decision, int64) {
 	base := max(tat, n)
 	limit := n + e.tau
+	if cost >= 1 && cost <= e.burst {
+		if next := base + cost*e.per; next <= limit {
+			return Decision{Allowed: true, Remaining: (limit - next) / e.per, ResetAt: e.instant(next)}, next
+		}
+	}
 	// The TAT may lie beyond limit when n is earlier than an instant a
 	// fast-path caller decided at (TryAdmitAt does not record its instant),
 	// or after a settled debt: nothing fits then, rather than a negative
@@ -260,10 +276,6 @@ func (e *tatEpoch) judge(tat, n, cost int64) (Decision, int64) {
 	remaining := max(limit-base, 0) / e.per
 	if cost < 1 || cost > e.burst {
 		return denyNever(remaining, e.instant(base)), tat
-	}
-	next := base + cost*e.per
-	if next <= limit {
-		return Decision{Allowed: true, Remaining: (limit - next) / e.per, ResetAt: e.instant(next)}, next
 	}
 	// Denied: allowed from the instant t at which tat + cost·per <= t + tau,
 	// which is after n.
@@ -358,11 +370,10 @@ func (c *tatCore) refund(now time.Time, r Receipt, cost int64) bool {
 		if !ok {
 			return false // reconfigured to the wide form meanwhile: a receipt of another version
 		}
-		dm := r.Mark.Sub(e.origin)
-		if dm < 0 || dm > time.Duration(e.nMaxNs) {
+		end, ok := e.markTicks(r.Mark, frac)
+		if !ok {
 			return false // ended before the origin: long past
 		}
-		end := int64(dm)*e.count + frac
 		since := satMul(c.given.Load()-r.Seq, e.count) // ns of refunds since, in ticks, over-counted at most
 		g := min(cost*e.per, satSub(end-n, since), int64(w&tickMask)-n)
 		if g <= 0 {
@@ -373,6 +384,21 @@ func (c *tatCore) refund(now time.Time, r Receipt, cost int64) bool {
 			return true
 		}
 	}
+}
+
+// markTicks returns the TAT a receipt recorded, in ticks of e: its Mark is
+// that TAT rounded up to a whole ns, and frac its ticks past the whole ns
+// below (0 when it was whole).
+func (e *tatEpoch) markTicks(mark time.Time, frac int64) (int64, bool) {
+	dm := mark.Sub(e.origin)
+	if dm < 0 || dm > time.Duration(e.nMaxNs+1) {
+		return 0, false
+	}
+	end := int64(dm) * e.count
+	if frac > 0 {
+		end -= e.count - frac
+	}
+	return end, true
 }
 
 // satMul returns a·b for a, b >= 0, saturating at MaxInt64.
@@ -437,12 +463,14 @@ func (c *tatCore) refundAll(now time.Time, r Receipt) bool {
 }
 
 // saw records n as the latest instant seen, unless a later one already is.
+// A plain store, not a CAS loop: two deciders racing may leave the earlier
+// of their instants, and an instant recorded a little early only makes a
+// later decision at an earlier instant count as that one, which for these
+// algorithms is never more permissive (the state already lies beyond every
+// instant decided). One read-modify-write less per decision.
 func saw(last *atomic.Int64, n int64) {
-	for {
-		l := last.Load()
-		if n <= l || last.CompareAndSwap(l, n) {
-			return
-		}
+	if n > last.Load() {
+		last.Store(n)
 	}
 }
 
