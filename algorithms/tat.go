@@ -388,7 +388,7 @@ func (c *tatCore) refund(now time.Time, r Receipt, cost int64) bool {
 		}
 		end, ok := e.markTicks(r.Mark, frac)
 		if !ok {
-			return false // ended before the origin: long past
+			return false // ended before the origin (long past), or beyond any TAT
 		}
 		since := satMul(c.given.Load()-r.Seq, e.count) // ns of refunds since, in ticks, over-counted at most
 		g := min(cost*e.per, satSub(end-n, since), int64(w&tickMask)-n)
@@ -407,7 +407,7 @@ func (c *tatCore) refund(now time.Time, r Receipt, cost int64) bool {
 // below (0 when it was whole).
 func (e *tatEpoch) markTicks(mark time.Time, frac int64) (int64, bool) {
 	dm := mark.Sub(e.origin)
-	if dm < 0 || dm > time.Duration(e.nMaxNs+1) {
+	if dm < 0 || dm > time.Duration(tickMask/e.count+1) { // the TAT is below 2^61 ticks
 		return 0, false
 	}
 	end := int64(dm) * e.count
@@ -428,7 +428,10 @@ func satMul(a, b int64) int64 {
 
 // charge adds extra units of debt to the TAT, as if the admission had taken
 // extra units more: later admissions wait for it. It is capped where the
-// word would overflow, decades of debt away.
+// word would overflow, 2^61 ticks past the origin: 2^61/count ns, centuries
+// at the rates users type (count is the rate's Count after reduction: 3 at
+// 30/s, 19 at 1,140,000/min), 38 minutes at 1,000,003/s, 2 s at the one-word
+// form's limit of 2^30.
 func (c *tatCore) charge(now time.Time, extra int64) {
 	e := c.ep.Load()
 	if !e.word {
@@ -479,14 +482,16 @@ func (c *tatCore) refundAll(now time.Time, r Receipt) bool {
 }
 
 // saw records n as the latest instant seen, unless a later one already is.
-// A plain store, not a CAS loop: two deciders racing may leave the earlier
-// of their instants, and an instant recorded a little early only makes a
-// later decision at an earlier instant count as that one, which for these
-// algorithms is never more permissive (the state already lies beyond every
-// instant decided). One read-modify-write less per decision.
+// A CAS loop, since TryAllowAt records from any goroutine: the latest
+// instant never runs back, which the refund rule relies on (it needs every
+// instant decided to be at most its own). It costs what a plain atomic
+// store costs on amd64 (both are locked instructions).
 func saw(last *atomic.Int64, n int64) {
-	if n > last.Load() {
-		last.Store(n)
+	for {
+		cur := last.Load()
+		if n <= cur || last.CompareAndSwap(cur, n) {
+			return
+		}
 	}
 }
 
