@@ -3,6 +3,7 @@ package httplimit_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -751,4 +752,150 @@ func parseInt(s string) (int64, error) {
 		n = n*10 + int64(c-'0')
 	}
 	return n, nil
+}
+
+// pauseRecorder is a limiter of one's own that can pause: the Transport
+// finds it inside All and wrappers, as it finds actor.Limiter.
+type pauseRecorder struct {
+	permits.Limiter
+	until []time.Time
+}
+
+func (p *pauseRecorder) Pause(until time.Time) error {
+	p.until = append(p.until, until)
+	return nil
+}
+
+// Every part that can pause is paused, wherever All and the wrappers put
+// it; the pool, which cannot, goes on releasing and granting slots.
+func TestEveryPartThatCanPauseIsPaused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		requests := newLimiter(t, algorithms.PerSecond(100), 10)
+		defer requests.Close()
+		tokens := newLimiter(t, algorithms.PerSecond(10_000), 10_000)
+		defer tokens.Close()
+		pool, err := actor.NewPool(4)
+		require.NoError(t, err)
+		defer pool.Close()
+		mine := &pauseRecorder{Limiter: permits.Unlimited}
+		lim := permits.All(permits.FixedCost(requests, 1), permits.MaxWait(tokens, time.Minute),
+			permits.FixedCost(pool, 1), permits.FixedCost(mine, 1))
+		api := &fakeAPI{answer: func(int, *http.Request) (*http.Response, error) {
+			return reply(http.StatusTooManyRequests, "", "Retry-After", "4"), nil
+		}}
+		tr := newTransport(t, lim, api, httplimit.WithRetry(retry.WithMaxAttempts(1)))
+		resp, err := do(t, tr, http.MethodGet, "http://api.test/", nil)
+		require.NoError(t, err)
+		readAll(t, resp)
+		_, err = requests.TryAcquire(1)
+		assert.ErrorIs(t, err, permits.ErrRateLimited, "requests paused")
+		_, err = tokens.TryAcquire(1)
+		assert.ErrorIs(t, err, permits.ErrRateLimited, "tokens paused")
+		assert.Equal(t, []time.Time{t0.Add(4 * time.Second)}, mine.until)
+		p, err := pool.TryAcquire(4)
+		assert.NoError(t, err, "the pool is free: the 429's slot was released")
+		p.Release()
+		time.Sleep(4*time.Second + time.Millisecond) // (at the very instant, actor may still refuse for 1ns)
+		_, err = requests.TryAcquire(1)
+		assert.NoError(t, err, "the pause is over")
+	})
+}
+
+func TestNewTransportValidates(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lim  permits.Limiter
+		opts []httplimit.TransportOption
+	}{
+		{"a nil limiter", nil, nil},
+		{"a pause cap of zero", permits.Unlimited, []httplimit.TransportOption{httplimit.WithMaxPause(0)}},
+		{"a negative pause cap", permits.Unlimited, []httplimit.TransportOption{httplimit.WithMaxPause(-time.Second)}},
+		{"retry options retry refuses", permits.Unlimited, []httplimit.TransportOption{httplimit.WithRetry(retry.WithMaxAttempts(0))}},
+		{"a nil retry option", permits.Unlimited, []httplimit.TransportOption{httplimit.WithRetry(nil)}},
+	} {
+		_, err := httplimit.NewTransport(c.lim, c.opts...)
+		assert.ErrorIs(t, err, httplimit.ErrInvalidConfig, c.name)
+	}
+	tr, err := httplimit.NewTransport(permits.Unlimited, nil, httplimit.WithBase(nil), httplimit.WithRequestCost(nil), httplimit.WithSettle(nil))
+	require.NoError(t, err, "nil options are ignored")
+	assert.NotNil(t, tr)
+}
+
+// idleCloser is a base that records CloseIdleConnections.
+type idleCloser struct {
+	http.RoundTripper
+	closed bool
+}
+
+func (c *idleCloser) CloseIdleConnections() { c.closed = true }
+
+// Responses without a body, and protocol switches, release their permits
+// at once; CloseIdleConnections reaches the base.
+func TestResponsesWithoutABody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pool, err := actor.NewPool(1)
+		require.NoError(t, err)
+		defer pool.Close()
+		conn := &trackedBody{r: strings.NewReader("")}
+		upgraded := struct {
+			io.ReadWriteCloser
+		}{readWriteCloser{conn}}
+		answers := []*http.Response{
+			{StatusCode: http.StatusNoContent, Body: http.NoBody},
+			{StatusCode: http.StatusSwitchingProtocols, Body: upgraded},
+		}
+		api := &fakeAPI{answer: func(n int, _ *http.Request) (*http.Response, error) { return answers[n], nil }}
+		base := &idleCloser{RoundTripper: api}
+		tr := newTransport(t, pool, base)
+		resp, err := do(t, tr, http.MethodDelete, "http://api.test/", nil)
+		require.NoError(t, err)
+		assert.Equal(t, http.NoBody, resp.Body)
+		assert.Equal(t, int64(0), pool.Stats().InFlight)
+		resp, err = do(t, tr, http.MethodGet, "http://api.test/ws", nil)
+		require.NoError(t, err)
+		_, ok := resp.Body.(io.Writer)
+		assert.True(t, ok, "a switched protocol's connection is handed over as it is")
+		assert.Equal(t, int64(0), pool.Stats().InFlight)
+		assert.NoError(t, resp.Request.Context().Err(), "and its context lives on")
+		require.NoError(t, resp.Body.Close())
+		tr.CloseIdleConnections()
+		assert.True(t, base.closed)
+	})
+}
+
+type readWriteCloser struct{ *trackedBody }
+
+func (readWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+
+// The settle function may read usage from a JSON body and put back what
+// it read: the caller reads the same body.
+func TestSettleFromAJSONBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(1000))
+		require.NoError(t, err)
+		tokens := actor.New(w)
+		defer tokens.Close()
+		api := &fakeAPI{answer: func(int, *http.Request) (*http.Response, error) {
+			return reply(http.StatusOK, `{"usage":{"total_tokens":250}}`), nil
+		}}
+		tr := newTransport(t, tokens, api,
+			httplimit.WithRequestCost(func(*http.Request) int64 { return 900 }),
+			httplimit.WithSettle(func(resp *http.Response) (int64, bool) {
+				b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+				_ = resp.Body.Close()
+				resp.Body = io.NopCloser(bytes.NewReader(b))
+				var u struct {
+					Usage struct {
+						TotalTokens int64 `json:"total_tokens"`
+					} `json:"usage"`
+				}
+				return u.Usage.TotalTokens, err == nil && json.Unmarshal(b, &u) == nil
+			}))
+		resp, err := do(t, tr, http.MethodPost, "http://api.test/", strings.NewReader(`{}`))
+		require.NoError(t, err)
+		assert.Equal(t, `{"usage":{"total_tokens":250}}`, readAll(t, resp))
+		assert.Equal(t, int64(750), tokenRoom(t, tokens))
+		assert.Equal(t, []int64{1}, api.closes())
+	})
 }
