@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -130,8 +129,7 @@ func TestARealServerScriptedRefusals(t *testing.T) {
 		answer{429, []string{"X-Ratelimit-Remaining-Requests", "0", "X-Ratelimit-Reset-Requests", "0s"}, "and again"},
 		answer{200, []string{"X-Usage-Tokens", "42"}, "done"},
 	)
-	lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-	defer lim.Close()
+	lim := fast(t)
 	base := newCloseCounter(t)
 	var settled atomic.Int64
 	tr := newTransport(t, lim, base, httplimit.WithRetry(retry.WithMaxAttempts(5), retry.WithBackoff(0, 0)),
@@ -178,8 +176,7 @@ func TestARealServerHostileFields(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := newScriptedServer(t, answer{429, c.header, c.body}, answer{200, nil, "ok"})
-			lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-			defer lim.Close()
+			lim := fast(t)
 			base := newCloseCounter(t)
 			tr := newTransport(t, lim, base, httplimit.WithMaxPause(10*time.Millisecond), httplimit.WithRetry(retry.WithBackoff(0, 0)))
 			resp, err := (&http.Client{Transport: tr}).Get(srv.URL)

@@ -138,11 +138,33 @@ func readAll(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
+// newLimiter returns a GCRA limiter that is closed when the test ends
+// (inside the bubble, for a test in one).
 func newLimiter(t *testing.T, r algorithms.Rate, burst int64) *actor.Limiter {
 	t.Helper()
 	g, err := algorithms.NewGCRA(r, burst)
 	require.NoError(t, err)
-	return actor.New(g)
+	l := actor.New(g)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// fast is a limiter that never makes these tests wait: only pauses do.
+func fast(t *testing.T) *actor.Limiter { return newLimiter(t, algorithms.PerSecond(1000), 10) }
+
+// refuseThenOK answers the first request with first, the others 200 "ok".
+func refuseThenOK(first func() *http.Response) func(int, *http.Request) (*http.Response, error) {
+	return func(n int, _ *http.Request) (*http.Response, error) {
+		if n == 0 {
+			return first(), nil
+		}
+		return reply(http.StatusOK, "ok"), nil
+	}
+}
+
+// always answers every request with a fresh copy of what make returns.
+func always(make func() *http.Response) func(int, *http.Request) (*http.Response, error) {
+	return func(int, *http.Request) (*http.Response, error) { return make(), nil }
 }
 
 func newTransport(t *testing.T, lim permits.Limiter, api http.RoundTripper, opts ...httplimit.TransportOption) *httplimit.Transport {
@@ -166,7 +188,6 @@ func TestA429PausesEveryCallerUntilRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		lim := newLimiter(t, algorithms.PerSecond(1), 1)
-		defer lim.Close()
 		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
 			if n == 0 {
 				return reply(http.StatusTooManyRequests, "slow down", "Retry-After", "2"), nil
@@ -221,14 +242,8 @@ func TestTheWaitComesFromEveryForm(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-				defer lim.Close()
-				api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-					if n == 0 {
-						return reply(http.StatusTooManyRequests, "", c.kv(time.Now())...), nil
-					}
-					return reply(http.StatusOK, "ok"), nil
-				}}
+				lim := fast(t)
+				api := &fakeAPI{answer: refuseThenOK(func() *http.Response { return reply(http.StatusTooManyRequests, "", c.kv(time.Now())...) })}
 				tr := newTransport(t, lim, api, httplimit.WithRetry(retry.WithBackoff(0, 0)))
 				resp, err := do(t, tr, http.MethodGet, "http://api.test/", nil)
 				require.NoError(t, err)
@@ -267,14 +282,8 @@ func TestHostileFieldsAreBounded(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-				defer lim.Close()
-				api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-					if n == 0 {
-						return reply(http.StatusTooManyRequests, "quota", c.kv...), nil
-					}
-					return reply(http.StatusOK, "ok"), nil
-				}}
+				lim := fast(t)
+				api := &fakeAPI{answer: refuseThenOK(func() *http.Response { return reply(http.StatusTooManyRequests, "quota", c.kv...) })}
 				tr := newTransport(t, lim, api, httplimit.WithMaxPause(5*time.Second), httplimit.WithRetry(retry.WithBackoff(0, 0)))
 				resp, err := do(t, tr, http.MethodGet, "http://api.test/", nil)
 				require.NoError(t, err)
@@ -300,8 +309,7 @@ func TestHostileFieldsAreBounded(t *testing.T) {
 // intact; every one discarded before was drained and closed once.
 func TestTheLast429IsHandedBackIntact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-		defer lim.Close()
+		lim := fast(t)
 		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
 			return reply(http.StatusTooManyRequests, strings.Repeat("x", 100)+"#"+string(rune('0'+n)), "Retry-After", "1"), nil
 		}}
@@ -329,14 +337,10 @@ func TestDrainingIsBounded(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-				defer lim.Close()
-				api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-					if n == 0 {
-						return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: header("Retry-After", "3"), Body: c.body}, nil
-					}
-					return reply(http.StatusOK, "ok"), nil
-				}}
+				lim := fast(t)
+				api := &fakeAPI{answer: refuseThenOK(func() *http.Response {
+					return &http.Response{StatusCode: http.StatusServiceUnavailable, Header: header("Retry-After", "3"), Body: c.body}
+				})}
 				tr := newTransport(t, lim, api)
 				resp, err := do(t, tr, http.MethodGet, "http://api.test/", nil)
 				require.NoError(t, err)
@@ -385,8 +389,7 @@ func TestWhichRequestsAreRetried(t *testing.T) {
 		for _, failure := range []string{"429", "network"} {
 			t.Run(c.name+" after "+failure, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-					defer lim.Close()
+					lim := fast(t)
 					api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
 						switch {
 						case n > 0:
@@ -441,8 +444,7 @@ func TestWhichRequestsAreRetried(t *testing.T) {
 // context: its values and its deadline.
 func TestTheCallersRequestIsUntouched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-		defer lim.Close()
+		lim := fast(t)
 		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
 			r.Header.Set("X-Touched-By-The-Base", "yes") // a base may write on what it is given
 			if n == 0 {
@@ -483,11 +485,8 @@ func TestTheCallersRequestIsUntouched(t *testing.T) {
 func TestADeadlineShorterThanTheWaitHandsThe429Back(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-		defer lim.Close()
-		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-			return reply(http.StatusTooManyRequests, "later", "Retry-After", "10"), nil
-		}}
+		lim := fast(t)
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusTooManyRequests, "later", "Retry-After", "10") })}
 		tr := newTransport(t, lim, api)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -505,11 +504,8 @@ func TestADeadlineShorterThanTheWaitHandsThe429Back(t *testing.T) {
 func TestCancelDuringTheWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-		defer lim.Close()
-		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-			return reply(http.StatusTooManyRequests, "", "Retry-After", "10"), nil
-		}}
+		lim := fast(t)
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusTooManyRequests, "", "Retry-After", "10") })}
 		tr := newTransport(t, lim, api)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(3*time.Second, cancel)
@@ -528,9 +524,8 @@ func TestCancelDuringTheWait(t *testing.T) {
 func TestRefusalsSendNothingAndCloseTheBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := newLimiter(t, algorithms.PerSecond(1), 1)
-		defer lim.Close()
 		require.True(t, lim.Allow())
-		api := &fakeAPI{answer: func(int, *http.Request) (*http.Response, error) { return reply(http.StatusOK, "ok"), nil }}
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusOK, "ok") })}
 		for _, c := range []struct {
 			name string
 			lim  permits.Limiter
@@ -560,8 +555,7 @@ func TestRefusalsSendNothingAndCloseTheBody(t *testing.T) {
 func TestTheCostOfARequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tokens := newLimiter(t, algorithms.PerSecond(100), 100)
-		defer tokens.Close()
-		api := &fakeAPI{answer: func(int, *http.Request) (*http.Response, error) { return reply(http.StatusOK, "ok"), nil }}
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusOK, "ok") })}
 		tr := newTransport(t, tokens, api)
 		r, _ := http.NewRequestWithContext(httplimit.ContextWithCost(context.Background(), 70), http.MethodGet, "http://api.test/", nil)
 		resp, err := tr.RoundTrip(r)
@@ -588,9 +582,8 @@ func TestSettleFromTheResponse(t *testing.T) {
 		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(1000))
 		require.NoError(t, err)
 		tokens := actor.New(w)
-		defer tokens.Close()
+		t.Cleanup(func() { _ = tokens.Close() })
 		requests := newLimiter(t, algorithms.PerSecond(10), 5)
-		defer requests.Close()
 		usage := []string{"300", "1200", "garbage"}
 		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
 			return reply(http.StatusOK, "ok", "X-Usage-Tokens", usage[n]), nil
@@ -638,7 +631,7 @@ func TestThePoolIsHeldUntilTheBodyIsDone(t *testing.T) {
 		pool, err := actor.NewPool(1)
 		require.NoError(t, err)
 		defer pool.Close()
-		api := &fakeAPI{answer: func(int, *http.Request) (*http.Response, error) { return reply(http.StatusOK, "stream"), nil }}
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusOK, "stream") })}
 		tr := newTransport(t, pool, api)
 		first, err := do(t, tr, http.MethodGet, "http://api.test/1", nil)
 		require.NoError(t, err)
@@ -667,11 +660,8 @@ func TestThePoolIsHeldUntilTheBodyIsDone(t *testing.T) {
 // 429 goes back to the caller.
 func TestTheBudgetBoundsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-		defer lim.Close()
-		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-			return reply(http.StatusServiceUnavailable, "down", "Retry-After", "1"), nil
-		}}
+		lim := fast(t)
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusServiceUnavailable, "down", "Retry-After", "1") })}
 		b, err := budget.New(budget.WithMinRetriesPerSec(0), budget.WithPercentCanRetry(0.5))
 		require.NoError(t, err)
 		tr := newTransport(t, lim, api, httplimit.WithBudget(b), httplimit.WithRetry(retry.WithMaxAttempts(10)))
@@ -696,8 +686,7 @@ func TestTheBudgetBoundsRetries(t *testing.T) {
 func TestTheBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		lim := newLimiter(t, algorithms.PerSecond(1000), 10)
-		defer lim.Close()
+		lim := fast(t)
 		br, err := breaker.New(breaker.WithConsecutiveFailures(2), breaker.WithOpenTimeout(30*time.Second),
 			breaker.WithClassifier(httplimit.BreakerClassifier))
 		require.NoError(t, err)
@@ -772,18 +761,14 @@ func TestEveryPartThatCanPauseIsPaused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		requests := newLimiter(t, algorithms.PerSecond(100), 10)
-		defer requests.Close()
 		tokens := newLimiter(t, algorithms.PerSecond(10_000), 10_000)
-		defer tokens.Close()
 		pool, err := actor.NewPool(4)
 		require.NoError(t, err)
 		defer pool.Close()
 		mine := &pauseRecorder{Limiter: permits.Unlimited}
 		lim := permits.All(permits.FixedCost(requests, 1), permits.MaxWait(tokens, time.Minute),
 			permits.FixedCost(pool, 1), permits.FixedCost(mine, 1))
-		api := &fakeAPI{answer: func(int, *http.Request) (*http.Response, error) {
-			return reply(http.StatusTooManyRequests, "", "Retry-After", "4"), nil
-		}}
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusTooManyRequests, "", "Retry-After", "4") })}
 		tr := newTransport(t, lim, api, httplimit.WithRetry(retry.WithMaxAttempts(1)))
 		resp, err := do(t, tr, http.MethodGet, "http://api.test/", nil)
 		require.NoError(t, err)
@@ -875,10 +860,8 @@ func TestSettleFromAJSONBody(t *testing.T) {
 		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(1000))
 		require.NoError(t, err)
 		tokens := actor.New(w)
-		defer tokens.Close()
-		api := &fakeAPI{answer: func(int, *http.Request) (*http.Response, error) {
-			return reply(http.StatusOK, `{"usage":{"total_tokens":250}}`), nil
-		}}
+		t.Cleanup(func() { _ = tokens.Close() })
+		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusOK, `{"usage":{"total_tokens":250}}`) })}
 		tr := newTransport(t, tokens, api,
 			httplimit.WithRequestCost(func(*http.Request) int64 { return 900 }),
 			httplimit.WithSettle(func(resp *http.Response) (int64, bool) {
