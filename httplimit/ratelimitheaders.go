@@ -33,7 +33,7 @@ import (
 // seconds (a number of 10^9 or more: "1735689600"), or an RFC 3339 or HTTP
 // date. Negative values, garbage and quotas with some remaining are
 // ignored; numbers too large for a time.Duration count as the largest one.
-// It only reads h.
+// It only reads h, and is safe for concurrent use.
 func ParseWait(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Values(HeaderRetryAfter); len(v) > 0 {
 		if d, ok := ParseRetryAfter(v[0], now); ok {

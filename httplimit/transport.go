@@ -20,7 +20,8 @@ var ErrInvalidConfig = errors.New("httplimit: invalid configuration")
 
 // Pauser is a limiter that an upstream can make back off as a whole:
 // actor.Limiter is one. Pause(until) grants nothing before until, and a
-// later pause extends an earlier one.
+// later pause extends an earlier one. The Transport calls it from the
+// goroutines of its callers, so it must be safe for concurrent use.
 type Pauser interface {
 	Pause(until time.Time) error
 }

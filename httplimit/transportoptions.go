@@ -10,8 +10,9 @@ import (
 	"github.com/sluicehq/sluice/retry"
 )
 
-// TransportOption configures a Transport. Options are values; a nil
-// TransportOption is ignored.
+// TransportOption configures a Transport. Options are values, immutable
+// once made: build them once and share them. A nil TransportOption is
+// ignored.
 type TransportOption interface{ applyTransport(*transportConfig) }
 
 type transportConfig struct {

@@ -9,7 +9,9 @@ package permits
 // It is how code given one Limiter finds what it can do beyond Acquire: an
 // HTTP client that is told to back off pauses every part that has a Pause
 // method, whatever All or wrapper holds it (package httplimit's
-// Transport). A nil lim has no parts.
+// Transport). A nil lim has no parts. Each only reads what All and the
+// wrappers were made with, which never changes: it is safe for concurrent
+// use, with fn's own safety.
 func Each(lim Limiter, fn func(Limiter)) {
 	switch l := lim.(type) {
 	case nil:

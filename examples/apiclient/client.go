@@ -30,9 +30,11 @@ func (c config) clientRequests() algorithms.Rate {
 	return algorithms.Rate{Count: int64(c.rps) * (100 - c.margin), Per: 100 * time.Second}
 }
 
-// tokenLimit is the API's token quota per token window.
+// tokenLimit is the API's token quota per token window, counted in whole
+// milliseconds of the window so that no product overflows (-tpm up to
+// 10^12, the window up to a minute).
 func (c config) tokenLimit() int64 {
-	return c.tpm * int64(c.tokenWindow) / int64(time.Minute)
+	return c.tpm * int64(time.Duration(c.tokenWindow)/time.Millisecond) / int64(time.Minute/time.Millisecond)
 }
 
 // clientTokens is the client's token limit: the API's quota over a window
@@ -80,7 +82,6 @@ type result struct {
 	transport  httplimit.TransportStats
 	waitP50    time.Duration
 	waitP99    time.Duration
-	firstP50   time.Duration
 	overtakes  int     // jobs sent ahead of one that had waited fifoSlack longer
 	quotaUsed  float64 // the API's token window, on average over steady, as a share of its limit
 	requestUse float64 // the same for its request window
@@ -225,7 +226,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // tally computes the summary's figures from the jobs and the API's record.
 func (r *result) tally(cfg config) {
-	var waits, firsts []time.Duration
+	var waits []time.Duration
 	var sent []*job
 	for _, j := range r.jobs {
 		if j.done {
@@ -235,12 +236,10 @@ func (r *result) tally(cfg config) {
 			r.failed++
 		}
 		if !j.firstSent.IsZero() {
-			firsts = append(firsts, j.firstSent.Sub(j.start))
 			sent = append(sent, j)
 		}
 	}
 	r.waitP50, r.waitP99 = percentile(waits, 50), percentile(waits, 99)
-	r.firstP50 = percentile(firsts, 50)
 	// FIFO: no job sent ahead of one that started fifoSlack before it.
 	for _, a := range sent {
 		for _, b := range sent {

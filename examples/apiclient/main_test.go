@@ -157,11 +157,14 @@ func TestFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"-jobs", "0"}, {"-rps", "0"}, {"-margin", "100"}, {"-min-tokens", "10", "-max-tokens", "5"},
 		{"-max-tokens", "40001"}, // above the API's 40,000 per window
-		{"-latency", "0s"}, {"-token-window", "2m"}, {"-overload-retry-after", "0s"}, {"-nope"},
+		{"-latency", "0s"}, {"-token-window", "2m"}, {"-tpm", "1000000000001"}, {"-overload-retry-after", "0s"}, {"-nope"},
 	} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%v", bad)
 	}
+	huge, err := parseFlags([]string{"-tpm", "1000000000000", "-token-window", "1m", "-max-tokens", "1000000"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1_000_000_000_000), huge.tokenLimit(), "no overflow at the largest flags")
 	var stderr bytes.Buffer
 	assert.Equal(t, 2, realMain(context.Background(), []string{"-jobs", "-1"}, io.Discard, &stderr, false))
 	assert.Contains(t, stderr.String(), "-jobs")
