@@ -274,3 +274,22 @@ func TestMaxWaitKeepsTheCallersEarlierDeadline(t *testing.T) {
 		assert.Equal(t, time.Second, d)
 	})
 }
+
+// TestTryAcquireAtTheEndOfAPause: at the very instant a pause ends, a
+// TryAcquire may run before the owner has woken to reopen the fast path; it
+// used to be refused with "retry after 1ns" from the state the owner had
+// published. An out-of-date word now sends it to the owner.
+func TestTryAcquireAtTheEndOfAPause(t *testing.T) {
+	for range 20 { // either goroutine may run first at that instant
+		synctest.Test(t, func(t *testing.T) {
+			l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+			defer l.Close()
+			require.NoError(t, l.Pause(time.Now().Add(time.Second)))
+			_, err := l.TryAcquire(1)
+			require.ErrorIs(t, err, permits.ErrRateLimited, "paused")
+			time.Sleep(time.Second)
+			_, err = l.TryAcquire(1)
+			assert.NoError(t, err, "the pause is over")
+		})
+	}
+}
