@@ -10,14 +10,15 @@
 //     bucket, exact sliding window and epoch-aligned fixed window, with exact
 //     integer arithmetic and nanosecond-exact RetryAt.
 //   - package scheduler: the pure waiting order (strict FIFO in virtual time).
-//   - package actor: the owners. One goroutine per limiter takes requests on a
-//     mailbox and hands permits back on each caller's reply channel: the rate
-//     Limiter and the concurrency Pool.
+//   - package actor: the owners. One goroutine per limiter takes requests from
+//     its inbox and hands permits back on each caller's reply channel: the
+//     rate Limiter and the concurrency Pool.
 //   - package permits: the vocabulary every limiter shares (Permit, Limiter,
 //     errors), composition (All), helpers (Do, Wrap, Unlimited); package
 //     permits/permitstest finds leaked permits in tests.
 //   - packages budget and breaker: a retry budget and a circuit breaker on
-//     constant-memory bucketed counters.
+//     constant-memory bucketed counters; package retry, the one retry loop
+//     that uses them.
 //
 // The root package holds no code; import the package you need. The design
 // and the semantics are in the repository's docs/ folder.

@@ -20,13 +20,16 @@ import (
 //     inbox empty because the owner took it also finds the owner busy, so
 //     the fast path never passes a request the owner holds but has not yet
 //     decided. One that finds a request in the inbox goes behind it.
-//   - An arrival that needs no prompt answer (no deadline, no WithMaxWait
-//     or WithMaxQueue) does not wake an owner that sleeps with its timer
-//     armed: it cannot be granted before the head, and the owner takes the
-//     inbox when the timer fires. The owner sets timed and then looks at
-//     the inbox before it parks; the caller pushes and then reads timed.
-//     One of them sees the other: the owner finds the call, or the caller
-//     sees timed false and wakes it.
+//   - A caller wakes the owner only if it sleeps: an owner that is awake
+//     looks at the inbox again before it parks. And an arrival that needs
+//     no prompt answer (no deadline, no WithMaxWait or WithMaxQueue) does
+//     not wake an owner that sleeps with its timer armed either: it cannot
+//     be granted before the head, and the owner takes the inbox when the
+//     timer fires. The owner publishes that it sleeps (and how) and then
+//     looks at the inbox before it parks; the caller pushes and then reads
+//     how the owner sleeps. One of them sees the other: the owner finds the
+//     call, or the caller sees it asleep and wakes it. Under load the owner
+//     is mostly awake, so most callers touch no channel at all.
 //   - Close sets closed and then wakes the owner, which reads closed when it
 //     wakes and, if set, answers everything it holds and takes the inbox one
 //     last time. A caller that reads closed false after its push knows that
@@ -50,7 +53,7 @@ func (r *runtime) send(c *call, prompt bool) {
 			break
 		}
 	}
-	if prompt || !r.timed.Load() {
+	if s := r.sleep.Load(); s == asleep || s == asleepTimed && prompt {
 		r.kick()
 	}
 }
@@ -65,7 +68,23 @@ func (r *runtime) sendCancel(c *call) {
 			break
 		}
 	}
-	r.kick()
+	r.wakeIfAsleep()
+}
+
+// poke tells the owner that something it decided on changed outside the
+// inbox (units came back to a pool), and wakes it if it sleeps. The owner
+// clears the flag before it decides and reads it before it parks, so a
+// change it decided without is never slept on.
+func (r *runtime) poke() {
+	r.poked.Store(true)
+	r.wakeIfAsleep()
+}
+
+// wakeIfAsleep wakes the owner if it sleeps, after something was pushed.
+func (r *runtime) wakeIfAsleep() {
+	if r.sleep.Load() != awake {
+		r.kick()
+	}
 }
 
 // kick wakes the owner; a token already waiting is enough.
@@ -76,24 +95,42 @@ func (r *runtime) kick() {
 	}
 }
 
-// pending reports whether there is anything for the owner to take.
-func (r *runtime) pending() bool { return r.inbox.Load() != nil || r.cancels.Load() != nil }
+// pending reports whether there is anything for the owner to take or look at.
+func (r *runtime) pending() bool {
+	return r.inbox.Load() != nil || r.cancels.Load() != nil || r.poked.Load()
+}
+
+// Values of runtime.sleep.
+const (
+	awake       int32 = iota
+	asleep            // parked until a wake-up
+	asleepTimed       // parked until a wake-up or the timer
+)
 
 // park sleeps until a wake-up or the timer (timerC, nil when unarmed).
 func (r *runtime) park(timerC <-chan time.Time) {
+	s := asleep
 	if r.armed {
-		r.timed.Store(true)
-		if r.pending() { // a caller that saw timed false has woken us, or will
-			r.timed.Store(false)
-			return
+		s = asleepTimed
+	}
+	if h := r.hookPk.Load(); h != nil {
+		(*h)(r.q.Len())
+	}
+	r.sleep.Store(s)
+	if r.pending() { // pushed (or poked) before the store: its caller may not wake us
+		r.sleep.Store(awake)
+		return
+	}
+	if timerC == nil {
+		<-r.wake // a plain receive: cheaper than a select
+	} else {
+		select {
+		case <-r.wake:
+		case <-timerC:
+			r.armed = false
 		}
 	}
-	select {
-	case <-r.wake:
-	case <-timerC:
-		r.armed = false
-	}
-	r.timed.Store(false)
+	r.sleep.Store(awake)
 }
 
 // take returns the cancellations and the requests pushed so far, each
@@ -124,7 +161,10 @@ func (r *runtime) take() (cancels, arrivals *call) {
 // that safe is the order Close keeps (see above).
 func (r *runtime) roundTrip(ctx context.Context, c *call, prompt bool) result {
 	if c.op == opAcquire {
-		r.waiting.Add(1) // before the owner can answer, which takes it back
+		// Counted by the caller, from before its request can be seen to
+		// the moment it returns: exact whenever nobody is in between.
+		r.waiting.Add(1)
+		defer r.waiting.Add(-1)
 	}
 	r.send(c, prompt)
 	var done <-chan struct{} // nil: the answer is sure to come
@@ -171,17 +211,12 @@ func (r *runtime) finish(c *call) result {
 }
 
 // poll is for a caller that saw the owner exit: an answer may be in its
-// channel. If none is, the owner never took the call and never will, so the
-// caller takes back its own count of waiting. The call is not reused, since
-// the inbox may still hold it.
+// channel. The call is not reused, since the inbox may still hold it.
 func (r *runtime) poll(c *call) result {
 	select {
 	case <-c.reply:
 		return c.result()
 	default:
-		if c.op == opAcquire {
-			r.waiting.Add(-1)
-		}
 		return result{status: stClosed}
 	}
 }
@@ -189,7 +224,7 @@ func (r *runtime) poll(c *call) result {
 // newCallFor takes a call from the pool and fills in the request.
 func (r *runtime) newCallFor(ctx context.Context, o op, cost, at int64, wantRc bool) *call {
 	c := r.calls.Get().(*call)
-	c.status, c.op, c.wantRc = 0, o, wantRc // a pooled call keeps its last answer
+	c.status, c.op, c.wantRc, c.wantQuota = 0, o, wantRc, false // a pooled call keeps its last answer
 	c.node.Cost, c.arrival = cost, at
 	c.hasDL = false
 	if dl, ok := ctx.Deadline(); ok {

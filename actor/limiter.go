@@ -31,11 +31,9 @@ import (
 // BenchmarkIdleLimiterBytes). A Limiter is safe for concurrent use. Close it
 // when done: it owns a goroutine.
 type Limiter struct {
-	rt       *runtime
-	rate     *ratePolicy
-	gated    algorithms.Gated
-	lockFree bool // gated has a lock-free form: the fast path is worth a clock read
-	cap      int64
+	rt    *runtime
+	rate  *ratePolicy
+	gated algorithms.Gated
 }
 
 // New returns a Limiter that owns alg and starts its goroutine. alg must not
@@ -59,7 +57,8 @@ func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
 	p := &ratePolicy{alg: alg}
 	p.gated, _ = alg.(algorithms.Gated)
 	p.cloner, _ = alg.(algorithms.Cloner)
-	l := &Limiter{rate: p, gated: p.gated, lockFree: p.gated != nil && p.gated.LockFree(), cap: alg.Capacity()}
+	p.cap.Store(alg.Capacity())
+	l := &Limiter{rate: p, gated: p.gated}
 	l.rt = newRuntime(cfg, p, pprof.Labels("sluice.limiter", cfg.name, "sluice.algorithm", algorithmName(alg)))
 	p.epoch = l.rt.epoch
 	return l
@@ -99,8 +98,8 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 		l.rt.granted.add(1)
 		return permits.NewPermit(cost, nil, nil), nil
 	}
-	res := l.rt.roundTrip(ctx, l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false), l.prompt(ctx))
-	return l.result(ctx, res, cost)
+	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false)
+	return l.result(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
 // AcquireGrant is Acquire, returning with the permit what Refund needs: the
@@ -118,15 +117,17 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 		l.rt.granted.add(1)
 		return l.newGrant(cost, now, false, d.Receipt), nil
 	}
-	res := l.rt.roundTrip(ctx, l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true), l.prompt(ctx))
-	return l.grant(ctx, res, cost)
+	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true)
+	return l.grant(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
 // TryAcquire returns a permit for cost units if they are available now and
-// nobody is waiting; it never waits. A refusal is a *permits.RateLimitError
-// whose RetryAfter is exact when nobody waits (the algorithm's RetryAt) and,
-// while others wait, the time until the owner's prediction for a newcomer
-// (at least the head's wait), given without asking the owner.
+// nobody is waiting; it never waits. A refusal matches
+// permits.ErrRateLimited, and permits.RetryAfter (or errors.As, which finds
+// a *permits.RateLimitError in it) tells its RetryAfter: exact when nobody
+// waits (the algorithm's RetryAt) and, while others wait, the time until the
+// owner's prediction for a newcomer (at least the head's wait), given
+// without asking the owner.
 func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Permit{}, err
@@ -136,12 +137,12 @@ func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
 		if ok {
 			return permits.NewPermit(cost, nil, nil), nil
 		}
-		return permits.Permit{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
+		return permits.Permit{}, permits.RetryLater(wait)
 	}
 	if wait, behind := l.behind(); behind {
-		return permits.Permit{}, &permits.RateLimitError{RetryAfter: wait}
+		return permits.Permit{}, permits.RetryLater(wait)
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.stamp(), false), true)
+	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false), true)
 	return l.result(context.Background(), res, cost)
 }
 
@@ -155,12 +156,12 @@ func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 		if d.Allowed {
 			return l.newGrant(cost, now, false, d.Receipt), nil
 		}
-		return permits.Grant{}, &permits.RateLimitError{RetryAfter: max(d.RetryAt.Sub(now), 1)}
+		return permits.Grant{}, permits.RetryLater(d.RetryAt.Sub(now))
 	}
 	if wait, behind := l.behind(); behind {
-		return permits.Grant{}, &permits.RateLimitError{RetryAfter: wait}
+		return permits.Grant{}, permits.RetryLater(wait)
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.stamp(), true), true)
+	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true), true)
 	return l.grant(context.Background(), res, cost)
 }
 
@@ -185,14 +186,15 @@ func (l *Limiter) Allow() bool {
 	if _, behind := l.behind(); behind {
 		return false
 	}
-	return l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, 1, l.rt.stamp(), false), true).status == stGranted
+	return l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, 1, l.rt.arrivalStamp(), false), true).status == stGranted
 }
 
 // fast decides on the algorithm's lock-free path. decided is false, and the
 // clock not read, when the caller must ask the owner instead: the algorithm
-// has no lock-free form, or the owner holds requests or waiters.
+// has no lock-free form (now: SetRate can change it), or the owner holds
+// requests or waiters.
 func (l *Limiter) fast(cost int64) (now time.Time, ok bool, wait time.Duration, decided bool) {
-	if !l.lockFree || !l.rt.idle() {
+	if l.gated == nil || !l.rt.idle() || !l.gated.LockFree() {
 		return time.Time{}, false, 0, false
 	}
 	now = l.rt.cfg.clock.Now()
@@ -202,7 +204,7 @@ func (l *Limiter) fast(cost int64) (now time.Time, ok bool, wait time.Duration, 
 
 // fastGrant is fast with the whole decision, whose Receipt a Grant needs.
 func (l *Limiter) fastGrant(cost int64) (d algorithms.Decision, now time.Time, decided bool) {
-	if !l.lockFree || !l.rt.idle() {
+	if l.gated == nil || !l.rt.idle() || !l.gated.LockFree() {
 		return algorithms.Decision{}, time.Time{}, false
 	}
 	now = l.rt.cfg.clock.Now()
@@ -216,25 +218,30 @@ func (l *Limiter) behind() (time.Duration, bool) {
 	if l.rt.state.Load() != stWaiting {
 		return 0, false
 	}
+	wait := time.Duration(l.rt.tail.Load() - l.rt.stamp())
+	if wait <= 0 {
+		// The owner's word is out of date: its timer is due (the head's
+		// turn, the end of a pause) and it has not run yet. Ask it.
+		return 0, false
+	}
 	l.rt.rejected.add(1)
-	return max(time.Duration(l.rt.tail.Load()-l.rt.stamp()), 1), true
+	return wait, true
 }
 
 // arrival is the caller's arrival stamp: the fast path's clock reading if it
-// read one, else a fresh one.
+// read one, else a fresh one (see runtime.arrivalStamp).
 func (l *Limiter) arrival(now time.Time, read bool) int64 {
 	if read {
 		return int64(now.Sub(l.rt.epoch))
 	}
-	return l.rt.stamp()
+	return l.rt.arrivalStamp()
 }
 
 // prompt reports whether an Acquire needs the owner's answer at once (a
 // prediction against its deadline or a bound) rather than at the owner's
 // next wake-up.
-func (l *Limiter) prompt(ctx context.Context) bool {
-	_, hasDL := ctx.Deadline()
-	return hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0
+func (l *Limiter) prompt(c *call) bool {
+	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0
 }
 
 // count records a fast-path decision in the stats.
@@ -284,7 +291,7 @@ var (
 	_ permits.Refunder = (*Limiter)(nil)
 )
 
-func (l *Limiter) check(cost int64) error { return l.rt.check(cost, l.cap) }
+func (l *Limiter) check(cost int64) error { return l.rt.check(cost, l.rate.cap.Load()) }
 
 // result maps a round trip's answer to the API.
 func (l *Limiter) result(ctx context.Context, res result, cost int64) (permits.Permit, error) {
@@ -295,6 +302,8 @@ func (l *Limiter) result(ctx context.Context, res result, cost int64) (permits.P
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: res.retry}
 	case stDeadline:
 		return permits.Permit{}, &permits.RateLimitError{RetryAfter: res.retry, Cause: context.DeadlineExceeded}
+	case stTooLarge:
+		return permits.Permit{}, permits.CostExceedsCapacity(cost, int64(res.retry))
 	}
 	return permits.Permit{}, res.ended(ctx)
 }
@@ -306,6 +315,12 @@ func (l *Limiter) grant(ctx context.Context, res result, cost int64) (permits.Gr
 	return l.newGrant(cost, l.rt.epoch.Add(time.Duration(res.at)), res.waited, res.rc), nil
 }
 
+// newGrant makes the Grant of an admission decided for the instant at; its
+// At is the instant the algorithm admitted it at, which is later when the
+// algorithm had already seen a later one.
 func (l *Limiter) newGrant(cost int64, at time.Time, waited bool, rc algorithms.Receipt) permits.Grant {
+	if rc.At.After(at) {
+		at = rc.At
+	}
 	return permits.NewGrant(permits.NewPermit(cost, nil, nil), at, waited, l, rc.Mark, rc.Frac, rc.Seq)
 }

@@ -121,7 +121,7 @@ func (p *Pool) Acquire(ctx context.Context, cost int64) (permits.Permit, error) 
 			return p.permit(cost), nil
 		}
 	}
-	c := p.rt.newCallFor(ctx, opAcquire, cost, p.rt.stamp(), false)
+	c := p.rt.newCallFor(ctx, opAcquire, cost, p.rt.arrivalStamp(), false)
 	return p.result(ctx, p.rt.roundTrip(ctx, c, true), cost)
 }
 
@@ -149,7 +149,7 @@ func (p *Pool) TryAcquire(cost int64) (permits.Permit, error) {
 		p.rt.rejected.add(1) // others wait first
 		return permits.Permit{}, errPoolBusy
 	}
-	c := p.rt.newCallFor(context.Background(), opTry, cost, p.rt.stamp(), false)
+	c := p.rt.newCallFor(context.Background(), opTry, cost, p.rt.arrivalStamp(), false)
 	return p.result(context.Background(), p.rt.roundTrip(context.Background(), c, true), cost)
 }
 
@@ -163,9 +163,9 @@ func (p *Pool) ReleasePermit(pm permits.Permit) {
 		panic("actor: Pool released more units than it holds")
 	}
 	if w&poolGate != 0 {
-		// Someone waits: wake the owner to grant the head. The units are
-		// already back; the wake-up carries nothing.
-		p.rt.kick()
+		// Someone waits: the owner must decide on the head again. The
+		// units are already back; the poke carries nothing.
+		p.rt.poke()
 	}
 	if t := pm.Token(); t != nil {
 		p.tokens.Put(t)
@@ -296,6 +296,8 @@ func (q *poolPolicy) dropped()                    {}
 func (q *poolPolicy) removed()                    {}
 func (q *poolPolicy) tail() (int64, bool)         { return 0, false }
 func (q *poolPolicy) receipt() algorithms.Receipt { return algorithms.Receipt{} }
+func (q *poolPolicy) admitted(at int64) int64     { return at }
+func (q *poolPolicy) quota() (int64, int64)       { return -1, 0 }
 
 // idle reopens the fast path: nobody waits.
 func (q *poolPolicy) idle() {

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
@@ -25,7 +26,9 @@ type ratePolicy struct {
 	shadowLast int64 // scheduled instant of the last waiter in the shadow
 	applied    bool  // the last prediction already admitted it in the shadow
 
-	last algorithms.Receipt // of the latest admission on the real state
+	last  algorithms.Receipt  // of the latest admission on the real state
+	lastD algorithms.Decision // the latest admit's decision, for quota
+	cap   atomic.Int64        // the algorithm's capacity, which SetBurst changes
 }
 
 func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }
@@ -46,6 +49,7 @@ func (p *ratePolicy) admit(now, cost int64, wait bool) (bool, int64) {
 	} else {
 		d = p.alg.AllowAt(p.t(now), cost)
 	}
+	p.lastD = d
 	if d.Allowed {
 		p.last = d.Receipt
 		return true, 0
@@ -63,6 +67,19 @@ func (p *ratePolicy) decide(at, cost int64) (bool, int64) {
 }
 
 func (p *ratePolicy) receipt() algorithms.Receipt { return p.last }
+
+func (p *ratePolicy) quota() (remaining, reset int64) {
+	return p.lastD.Remaining, max(p.ns(p.lastD.ResetAt), 0)
+}
+
+// admitted is the instant of the last admission on the timeline: at, or the
+// later instant the algorithm counted it at when it had seen one.
+func (p *ratePolicy) admitted(at int64) int64 {
+	if p.last.IsZero() {
+		return at
+	}
+	return max(at, p.ns(p.last.At))
+}
 
 func (p *ratePolicy) shadowDecide(at, cost int64) (bool, int64) {
 	d := p.shadow.AllowAt(p.t(at), cost)
@@ -127,7 +144,7 @@ func (p *ratePolicy) idle() {
 // first prediction of a busy spell is needed.
 func (p *ratePolicy) rebuild(q *scheduler.Queue[*call], now int64) {
 	p.shadow = p.cloner.Clone()
-	p.shadowLast, p.applied = q.Last(), false
+	p.shadowLast, p.applied = max(q.Last(), q.Held()), false
 	if q.Len() > 0 {
 		p.shadowLast = max(p.shadowLast, q.HeadFloor(now))
 	}

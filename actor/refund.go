@@ -20,7 +20,7 @@ import (
 // change nothing.
 func (l *Limiter) Refund(g permits.Grant) bool {
 	mark, frac, seq, ok := g.Ticket(l)
-	if !ok || g.Cost() < 1 || g.Cost() > l.cap {
+	if !ok || g.Cost() < 1 {
 		return false
 	}
 	if _, ok := l.rate.alg.(algorithms.Refunder); !ok {

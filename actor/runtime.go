@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"math"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -29,26 +30,32 @@ type runtime struct {
 	calls sync.Pool
 
 	closed atomic.Bool
+	wake   chan struct{} // capacity 1: a token means "look at the inbox"
 
 	// inbox holds requests newest first, linked through call.next;
 	// cancels holds cancellations, linked through call.cancelNext. The
-	// owner takes both at once, cancellations first (inbox.go).
+	// owner takes both at once, cancellations first (inbox.go). Callers
+	// write them; they have a cache line of their own, apart from what the
+	// owner writes and callers only read.
+	_       [64]byte
 	inbox   atomic.Pointer[call]
 	cancels atomic.Pointer[call]
-	wake    chan struct{} // capacity 1: a token means "look at the inbox"
+	_       [48]byte
 
 	// state is what the owner publishes to the lock-free paths: stIdle
 	// (nothing to do, the fast path may decide), stBusy (handling requests:
 	// the fast path must not pass them) or stWaiting (waiters queued:
-	// refuse at once, with RetryAfter from tail). timed says the owner
-	// sleeps with its timer armed, so an arrival that needs no prompt
-	// answer need not wake it.
-	state atomic.Int32
-	timed atomic.Bool
-	tail  atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
+	// refuse at once, with RetryAfter from tail). sleep says whether the
+	// owner is awake, parked, or parked with its timer armed (inbox.go).
+	state  atomic.Int32
+	sleep  atomic.Int32
+	poked  atomic.Bool  // a change the owner must look at that the inbox does not carry (a pool's release)
+	tail   atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
+	_      [40]byte
+	hookPk atomic.Pointer[func(queued int)] // tests: called by the owner before it parks
 
 	granted, rejected, canceled counter
-	waiting                     atomic.Int64 // Acquires sent and not yet answered
+	waiting                     atomic.Int64 // Acquires sent whose callers have not returned
 	wakes                       atomic.Int64 // owner wake-ups, for tests
 
 	// owned by the loop
@@ -58,6 +65,7 @@ type runtime struct {
 	armed   bool
 	last    int64 // the latest instant read: the owner's time never runs back
 	arrived int64 // the latest arrival stamp queued: arrivals keep their order in time
+	paused  int64 // no grant before this instant (Pause)
 	expiry  expiryList
 }
 
@@ -76,8 +84,14 @@ type policy interface {
 	// decide is scheduler.Owner.Decide.
 	decide(at, cost int64) (ok bool, retry int64)
 	// receipt is the record of the last admission, for a grant that may be
-	// refunded.
+	// refunded; at is the instant it was decided for, and admitted the
+	// instant the algorithm admitted it at (later, if it had seen a later
+	// one).
 	receipt() algorithms.Receipt
+	admitted(at int64) int64
+	// quota is what remained after the last admit, and when the state is
+	// full again; remaining is -1 when the policy cannot tell.
+	quota() (remaining, reset int64)
 	// predict returns when cost arriving at arrival would be granted behind
 	// everything queued, the owner's clock reading now; known is false when
 	// it cannot tell (or need is false and telling would cost more than
@@ -101,6 +115,9 @@ const (
 	opAcquire op = iota
 	opTry
 	opRefund // a rate grant given back unused (refund.go); answered
+	opTune   // a new rate or burst (tune.go)
+	opPause  // no grant before an instant (tune.go)
+	opSettle // a grant settled at its real cost (tune.go)
 )
 
 type status uint8
@@ -111,7 +128,8 @@ const (
 	stDeadline        // refused because the deadline is before the grant
 	stClosed
 	stCanceled
-	stRefused // a refund that gave nothing back
+	stRefused  // a refund that gave nothing back, a settlement refused
+	stTooLarge // the cost no longer fits the capacity; n holds the capacity
 )
 
 // call is one caller's round trip: its request, its reply channel and its
@@ -137,11 +155,23 @@ type call struct {
 	hasDL      bool
 	waited     bool // stGranted: granted from the queue, not on arrival
 	wantRc     bool // stGranted: copy the algorithm's receipt into extra
+	wantQuota  bool // opTry: report what remains (extra.remaining, extra.reset)
 }
 
-// callExtra holds what only refunds and refundable grants carry, allocated
-// the first time a pooled call needs it.
-type callExtra struct{ rc algorithms.Receipt }
+// callExtra holds what only refunds, refundable grants and tuning requests
+// carry, allocated the first time a pooled call needs it.
+type callExtra struct {
+	rc     algorithms.Receipt
+	actual int64 // opSettle
+	until  int64 // opPause, on the timeline
+	rate   algorithms.Rate
+	burst  int64 // opTune: a new burst, or 0 for a new rate
+	err    error // opTune's outcome
+
+	// opTry with wantQuota: what remains after the decision and when the
+	// state is full again (on the timeline), or remaining -1 when unknown.
+	remaining, reset int64
+}
 
 func (c *call) ext() *callExtra {
 	if c.extra == nil {
@@ -160,6 +190,12 @@ func (c *call) result() result {
 		}
 	} else {
 		res.retry = time.Duration(c.n)
+	}
+	if c.op == opTune {
+		res.err = c.extra.err
+	}
+	if c.wantQuota {
+		res.remaining, res.reset = c.extra.remaining, c.extra.reset
 	}
 	return res
 }
@@ -180,6 +216,9 @@ type result struct {
 	at     int64 // stGranted: the grant's instant on the owner's timeline
 	waited bool  // stGranted: the request waited in the queue
 	rc     algorithms.Receipt
+	err    error // opTune
+	// opTry with wantQuota: what remains, and when full again (timeline)
+	remaining, reset int64
 }
 
 func newRuntime(cfg config, pol policy, labels pprof.LabelSet) *runtime {
@@ -207,6 +246,28 @@ func (r *runtime) now() int64 {
 // stamp is a caller's reading of the clock, ns on the timeline.
 func (r *runtime) stamp() int64 { return int64(r.cfg.clock.Now().Sub(r.epoch)) }
 
+// ownerStamp in a call's arrival means "the owner's reading when it takes
+// the request": see arrivalStamp.
+const ownerStamp = math.MinInt64
+
+// arrivalStamp is the arrival instant a caller sends with its request.
+// While waiters are queued, a request may wait for the owner (it does not
+// wake an owner that sleeps on its timer, and the queue's instants are what
+// it is scheduled from), so the caller's own reading keeps its place in
+// virtual time. Otherwise the request is taken at the owner's next batch,
+// whose reading is its arrival, and the caller saves a clock read (about
+// 40ns on a virtual machine): the owner is idle and the request wakes it, or
+// busy with requests that are granted at once. Only a decision that is slow
+// while nobody waits then stamps the requests behind it late, which costs
+// them the capacity that came back during the stall, never more than the
+// algorithm allows.
+func (r *runtime) arrivalStamp() int64 {
+	if r.state.Load() != stWaiting {
+		return ownerStamp
+	}
+	return r.stamp()
+}
+
 func (r *runtime) loop() {
 	defer close(r.done)
 	var timerC <-chan time.Time
@@ -219,6 +280,9 @@ func (r *runtime) loop() {
 		// inbox empty also finds the owner busy, and stays off the state
 		// the owner is about to decide on.
 		r.state.Store(stBusy)
+		if r.poked.Load() {
+			r.poked.Store(false) // before deciding: a later poke is seen at the next park
+		}
 		if r.closed.Load() {
 			r.shutdown()
 			return
@@ -250,13 +314,16 @@ func (r *runtime) handle(c *call, now int64) {
 	switch c.op {
 	case opRefund:
 		s := stRefused
-		if r.pol.(refunder).refund(now, c.extra.rc) {
-			r.pol.removed() // predictions no longer match the state
+		at := r.changing()
+		if r.pol.(refunder).refund(at, c.extra.rc) {
+			r.changed(at) // the head may fit sooner
 			s = stGranted
 		}
 		r.reply(c, s, 0)
 	case opAcquire, opTry:
 		r.admit(c, now)
+	case opTune, opPause, opSettle:
+		r.control(c, now)
 	}
 }
 
@@ -273,29 +340,54 @@ func (r *runtime) cancel(c *call) {
 }
 
 func (r *runtime) admit(c *call, now int64) {
+	if t, ok := r.pol.(tuner); ok {
+		// The caller checked the cost against the capacity it read; a
+		// SetBurst (or a window's new limit) handled just before this
+		// request may have lowered it since.
+		if capacity := t.capacity(); c.node.Cost > capacity {
+			r.reply(c, stTooLarge, capacity)
+			return
+		}
+	}
 	try := c.op == opTry
-	at := min(max(c.arrival, r.arrived), now) // arrivals keep their order in time, and none is in the future
+	at := now
+	if c.arrival != ownerStamp {
+		at = min(max(c.arrival, r.arrived), now) // arrivals keep their order in time, and none is in the future
+	}
 	var grant int64
 	var known bool
-	if r.q.Len() == 0 {
+	switch {
+	case r.q.Len() == 0 && at < r.paused:
+		// Paused: nothing before the pause ends; the head's instant (the
+		// end of the pause) bounds the wait from below.
+	case r.q.Len() == 0:
 		ok, retry := r.pol.admit(at, c.node.Cost, !try)
+		if c.wantQuota {
+			x := c.ext()
+			x.remaining, x.reset = r.pol.quota()
+		}
 		if ok {
 			c.waited = false
 			r.grant(c, at)
 			return
 		}
 		grant, known = retry, retry != 0
-	} else {
+	default:
 		need := try || c.hasDL || r.cfg.maxWait >= 0 || r.cfg.maxQueue > 0
 		grant, known = r.pol.predict(&r.q, now, at, c.node.Cost, need)
 	}
-	// Without a prediction, the head's due instant is a lower bound on any
-	// wait behind it: refuse what even that cannot meet.
+	// Without a prediction, the head's due instant (or the end of a pause)
+	// is a lower bound on any wait behind it: refuse what even that cannot
+	// meet.
 	floor := grant
 	if !known {
-		floor = max(r.q.Due(now), now+1)
+		floor = max(r.q.Due(now), r.paused, now+1)
 	}
 	wait := floor - now
+	if c.wantQuota && r.q.Len() > 0 || c.wantQuota && at < r.paused {
+		x := c.ext()
+		x.remaining, x.reset = 0, floor // behind the queue or a pause: nothing remains until then
+	}
 	switch {
 	case try:
 		r.refuse(c, stLimited, wait)
@@ -329,23 +421,20 @@ func (r *runtime) refuse(c *call, s status, wait int64) {
 	r.reply(c, s, max(wait, 1))
 }
 
-// grant answers c with a grant at the instant at, copying the algorithm's
-// receipt when the caller asked for one.
+// grant answers c with a grant decided for the instant at, copying the
+// algorithm's receipt when the caller asked for one.
 func (r *runtime) grant(c *call, at int64) {
 	r.granted.add(1)
 	if c.wantRc {
 		c.ext().rc = r.pol.receipt()
 	}
-	r.reply(c, stGranted, at)
+	r.reply(c, stGranted, r.pol.admitted(at))
 }
 
 // reply writes the result into c and signals its caller: for a grant, n is
-// the instant granted at; for a refusal, the RetryAfter in ns. Stats are
-// updated first, so that they are exact when the caller returns.
+// the instant granted at; for a refusal, the RetryAfter in ns. The counters
+// are updated before, so that they are exact when the caller returns.
 func (r *runtime) reply(c *call, s status, n int64) {
-	if c.op == opAcquire {
-		r.waiting.Add(-1)
-	}
 	c.status, c.n = s, n
 	c.reply <- struct{}{}
 }
@@ -368,19 +457,22 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 		if e := r.expiry.next(r); e != 0 && (wake == 0 || e < wake) {
 			wake = e
 		}
-		fresh := r.now()
-		if wake == 0 || wake > fresh {
-			now = fresh
+		if wake == 0 && r.paused > now {
+			wake = r.paused // to reopen the lock-free paths when the pause ends
+		}
+		if wake == 0 {
+			break // nothing timed: no timer to arm from a fresh reading
+		}
+		if now = r.now(); wake > now {
 			break
 		}
-		now = fresh
 	}
 	if r.q.Len() == 0 {
 		r.pol.idle()
 		r.expiry.clear()
 	}
 	r.arm(wake, now)
-	r.publish(wake)
+	r.publish(wake, now)
 	if !r.armed {
 		return nil
 	}
@@ -407,14 +499,14 @@ func (r *runtime) arm(wake, now int64) {
 }
 
 // publish tells the lock-free paths what they may do until the owner next
-// wakes: decide on their own (idle), or refuse at once behind the queue,
-// with a RetryAfter of at least the time until the tail's grant.
-func (r *runtime) publish(wake int64) {
-	if r.q.Len() == 0 {
+// wakes: decide on their own (idle), or refuse at once behind the queue or
+// a pause, with a RetryAfter of at least the time until the tail's grant.
+func (r *runtime) publish(wake, now int64) {
+	if r.q.Len() == 0 && r.paused <= now {
 		r.state.Store(stIdle)
 		return
 	}
-	tail := wake
+	tail := max(wake, r.paused)
 	if t, ok := r.pol.tail(); ok {
 		tail = max(tail, t)
 	}

@@ -7,7 +7,7 @@ package actor
 func (r *runtime) close() {
 	r.once.Do(func() {
 		r.closed.Store(true)
-		r.kick()
+		r.kick() // even if it looks awake: the token makes its next park return
 	})
 	<-r.done
 }

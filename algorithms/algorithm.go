@@ -77,6 +77,33 @@ type Gated interface {
 	LockFree() bool
 }
 
+// Settler is implemented by algorithms whose admissions can be settled
+// with the cost they turned out to have: a call admitted for an estimate of
+// 1,000 tokens that used 1,400. SettleAt settles the admission r records at
+// actual units, once (a settled receipt refunds nothing more): less than
+// admitted gives the difference back by the refund rule (Refunder), more is
+// charged as debt, so that later admissions wait for it. It reports false,
+// changing nothing, for a receipt settled or refunded before, for as long
+// as the algorithm remembers it: GCRA and the buckets forget a receipt once
+// its slot lies in the past (a refund could give nothing back then), so a
+// second settle above the cost long after the first charges again. Settle
+// a receipt once. Every algorithm in this package implements it. Owner only.
+type Settler interface {
+	SettleAt(now time.Time, r Receipt, actual int64) bool
+}
+
+// Tunable is implemented by algorithms whose rate (and burst or capacity,
+// for GCRA and the buckets) can change while they run: an API that lowers
+// its quota, a client that learns its share. Nothing already admitted is
+// taken back: the units still owed are paid at the new rate, and fast-path
+// callers see the new configuration atomically. Receipts made before a
+// change give nothing back afterwards. The windows have no burst: their
+// SetBurstAt returns an error matching ErrInvalidConfig. Owner only.
+type Tunable interface {
+	SetRateAt(now time.Time, rate Rate) error
+	SetBurstAt(now time.Time, burst int64) error
+}
+
 // denyNever is the decision for a cost that no waiting can make admissible.
 func denyNever(remaining int64, resetAt time.Time) Decision {
 	return Decision{Remaining: remaining, ResetAt: resetAt}

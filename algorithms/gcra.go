@@ -35,10 +35,10 @@ func NewGCRA(rate Rate, burst int64) (*GCRA, error) {
 }
 
 // Capacity returns the burst: the largest cost admissible at once.
-func (g *GCRA) Capacity() int64 { return g.c.burst }
+func (g *GCRA) Capacity() int64 { return g.c.config().burst }
 
 // Rate returns the configured rate.
-func (g *GCRA) Rate() Rate { return g.c.rate }
+func (g *GCRA) Rate() Rate { return g.c.config().rate }
 
 // Clone returns a copy of the algorithm with the same state; the copy's gate
 // is open.
@@ -50,19 +50,22 @@ func (g *GCRA) Clone() Algorithm {
 
 // AllowAt decides for cost units at now. Owner only.
 func (g *GCRA) AllowAt(now time.Time, cost int64) Decision {
-	d, _ := g.c.decide(now, cost, false, false)
+	var d Decision
+	g.c.decide(&d, now, cost, false, false)
 	return d
 }
 
 // LockFree reports whether this configuration keeps its state in one
 // atomic word, so that TryAllowAt and TryAdmitAt can decide from any
 // goroutine. Otherwise they always report the gate closed.
-func (g *GCRA) LockFree() bool { return g.c.word }
+func (g *GCRA) LockFree() bool { return g.c.config().word }
 
 // TryAllowAt decides for cost units at now while the gate is open. It is
 // safe for concurrent use with itself and with the owner's calls.
 func (g *GCRA) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
-	return g.c.decide(now, cost, true, false)
+	var d Decision
+	ok := g.c.decide(&d, now, cost, true, false)
+	return d, ok
 }
 
 // TryAdmitAt is the lean form of TryAllowAt for a limiter's fast path: it
@@ -76,7 +79,8 @@ func (g *GCRA) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duratio
 // AllowOrCloseAt decides for cost units at now and, when it denies a cost
 // that could be allowed later, closes the gate in the same step. Owner only.
 func (g *GCRA) AllowOrCloseAt(now time.Time, cost int64) Decision {
-	d, _ := g.c.decide(now, cost, false, true)
+	var d Decision
+	g.c.decide(&d, now, cost, false, true)
 	return d
 }
 
@@ -87,4 +91,25 @@ func (g *GCRA) OpenGate() { g.c.openGate() }
 // its slot in the schedule that is still ahead of now and that the
 // admissions placed behind it can move into (see Refunder). Owner only;
 // safe beside fast-path callers.
-func (g *GCRA) RefundAt(now time.Time, r Receipt) bool { return g.c.refund(now, r) }
+func (g *GCRA) RefundAt(now time.Time, r Receipt) bool { return g.c.refundAll(now, r) }
+
+// SettleAt settles the admission r records at actual units, once: the
+// difference is given back by the refund rule when actual is less, and
+// charged as debt when it is more (later admissions wait for it). Owner
+// only.
+func (g *GCRA) SettleAt(now time.Time, r Receipt, actual int64) bool {
+	return g.c.settle(now, r, actual)
+}
+
+// SetRateAt changes the rate at now, keeping the burst; SetBurstAt changes the
+// burst, keeping the rate. What was admitted stays admitted: the units still
+// owed are paid at the new rate. Fast-path callers see the change
+// atomically. Receipts made before give nothing back afterwards. Owner only.
+func (g *GCRA) SetRateAt(now time.Time, rate Rate) error {
+	return g.c.reconfigure(now, rate, g.c.config().burst, "burst")
+}
+
+// SetBurstAt changes the burst at now; see SetRateAt.
+func (g *GCRA) SetBurstAt(now time.Time, burst int64) error {
+	return g.c.reconfigure(now, g.c.config().rate, burst, "burst")
+}

@@ -21,11 +21,12 @@ type SlidingWindow struct {
 	// Each keeps the running total of every cost admitted up to and
 	// including it, so the total in the window is a subtraction and the
 	// instant enough capacity frees up is a binary search.
-	events []event
-	head   int
-	n      int
-	before int64 // running total just before the oldest kept event
-	seq    int64 // admissions made, ever: a receipt's identity
+	events  []event
+	head    int
+	n       int
+	before  int64 // running total just before the oldest kept event
+	seq     int64 // admissions made, ever: a receipt's identity
+	version int64 // SetRateAt calls so far: receipts of another version give nothing back
 
 	book refundBook
 }
@@ -50,6 +51,9 @@ func NewSlidingWindow(limit Rate) (*SlidingWindow, error) {
 // Capacity returns the limit.
 func (w *SlidingWindow) Capacity() int64 { return w.limit }
 
+// Rate returns the limit per window, as NewSlidingWindow took it.
+func (w *SlidingWindow) Rate() Rate { return Rate{Count: w.limit, Per: time.Duration(w.window)} }
+
 // Clone returns a copy with the same state. It copies the live entries
 // only, however large the ring grew.
 func (w *SlidingWindow) Clone() Algorithm {
@@ -73,8 +77,9 @@ func (w *SlidingWindow) AllowAt(now time.Time, cost int64) Decision {
 	if cost <= w.limit-used { // used+cost could overflow for limits near MaxInt64
 		w.push(n, cost)
 		w.seq++
-		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: w.resetAt(),
-			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(n), Seq: w.seq}}
+		at := w.tl.time(n)
+		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: at.Add(time.Duration(w.window)),
+			Receipt: Receipt{At: at, Cost: cost, Mark: at, Frac: w.version, Seq: w.seq}}
 	}
 	// Denied: the oldest events must leave until used+cost-limit has gone.
 	// Event k leaves the window at k.at + window.
@@ -175,33 +180,74 @@ func (w *SlidingWindow) resetAt() time.Time {
 // the event has already left the window, there is nothing to give back.
 // The cost of a refund is the number of events admitted after r's.
 func (w *SlidingWindow) RefundAt(now time.Time, r Receipt) bool {
-	if !w.tl.started || r.Cost < 1 || r.Cost > w.limit || r.Seq < 1 || r.Seq > w.seq || w.book.spentAlready(r) {
+	_, changed := w.adjust(now, r, -r.Cost)
+	return changed
+}
+
+// SettleAt settles the admission r records at actual units, once: the
+// difference comes out of its event when actual is less, and is added to it
+// when it is more, so that the window counts what was used while the event
+// is in it.
+func (w *SlidingWindow) SettleAt(now time.Time, r Receipt, actual int64) bool {
+	if actual < 0 {
 		return false
 	}
+	accepted, _ := w.adjust(now, r, actual-r.Cost)
+	return accepted
+}
+
+// SetRateAt changes the limit and the window at now; the admissions in the
+// window stay counted. Receipts made before give nothing back afterwards.
+func (w *SlidingWindow) SetRateAt(now time.Time, limit Rate) error {
+	if err := limit.Validate(); err != nil {
+		return err
+	}
 	w.now(now)
+	w.limit, w.window = limit.Count, int64(limit.Per)
+	w.version++
+	w.expire(w.tl.last)
+	return nil
+}
+
+// SetBurstAt returns an error matching ErrInvalidConfig: a window has a
+// limit, which SetRateAt changes, and no burst.
+func (w *SlidingWindow) SetBurstAt(time.Time, int64) error {
+	return invalid("a sliding window has no burst: SetRateAt changes its limit")
+}
+
+// adjust adds delta to the event of the admission r records (a refund when
+// negative, down to nothing), once per receipt. accepted is false for a
+// receipt settled or refunded before (or not one of this window's);
+// changed, whether the window changed.
+func (w *SlidingWindow) adjust(now time.Time, r Receipt, delta int64) (accepted, changed bool) {
+	if !w.tl.started || r.Cost < 1 || r.Seq < 1 || r.Seq > w.seq || w.book.spentAlready(r) {
+		return false, false
+	}
+	w.now(now)
+	expiry, latest := time.Duration(w.window), w.tl.time(w.tl.last)
+	live := func(mark time.Time) bool { return mark.Add(expiry).After(latest) }
+	defer w.book.record(r, live)
 	d := r.Mark.Sub(w.tl.origin)
-	if d < 0 {
-		return false
+	if d < 0 || delta == 0 || delta < 0 && r.Frac != w.version {
+		return true, false // long gone, nothing to change, or counted under another limit
 	}
 	at := int64(d)
 	k := sort.Search(w.n, func(i int) bool { return w.at(i).at >= at })
 	if k == w.n || w.at(k).at != at {
-		return false // left the window
+		return true, false // left the window
 	}
 	prev := w.before
 	if k > 0 {
 		prev = w.at(k - 1).total
 	}
-	take := min(w.at(k).total-prev, r.Cost)
+	change := max(delta, prev-w.at(k).total) // never below nothing
 	for i := k; i < w.n; i++ {
-		w.events[(w.head+i)%len(w.events)].total -= take
+		w.events[(w.head+i)%len(w.events)].total += change
 	}
 	if w.at(k).total == prev {
 		w.remove(k)
 	}
-	expiry, latest := time.Duration(w.window), w.tl.time(w.tl.last)
-	w.book.record(r, func(mark time.Time) bool { return mark.Add(expiry).After(latest) })
-	return true
+	return true, change != 0
 }
 
 // remove drops event k, moving the later ones up.

@@ -1,6 +1,10 @@
 package algorithms
 
-import "time"
+import (
+	"math/bits"
+	"sync/atomic"
+	"time"
+)
 
 // wideTAT is tatCore's wide form, for configurations whose ticks do not fit
 // one word (more than 2^30 units per period after reduction, or bursts of
@@ -8,19 +12,18 @@ import "time"
 // origin plus a fraction num/den, exact, for the owner only. It has no
 // gate: limiters send every decision to their owner.
 type wideTAT struct {
-	den   int64 // the TAT is whole ns + num/den
-	step  int64 // one unit occupies step/den ns
-	burst int64
-	tau   fixed // burst·step/den: how far TAT may run ahead of now
+	cfg  tatConfig
+	step int64 // one unit occupies step/den ns
+	den  int64 // the TAT is whole ns + num/den
+	tau  fixed // burst·step/den: how far TAT may run ahead of now
 
-	tl    timeline
-	tat   fixed
-	given fixed // ns given back by refunds, ever
+	tl  timeline
+	tat fixed
 }
 
-func newWideTAT(count, per, burst int64) *wideTAT {
-	tau, _ := mulDiv(burst, per, count) // the constructor checked the span
-	return &wideTAT{den: count, step: per, burst: burst, tau: tau}
+func newWideTAT(cfg tatConfig) *wideTAT {
+	tau, _ := mulDiv(cfg.burst, cfg.per, cfg.count) // the constructor checked the span
+	return &wideTAT{cfg: cfg, step: cfg.per, den: cfg.count, tau: tau}
 }
 
 // now returns at on the timeline, shifting the TAT with the origin.
@@ -36,7 +39,7 @@ func (w *wideTAT) now(at time.Time) int64 {
 	return n
 }
 
-func (w *wideTAT) decide(at time.Time, cost int64, book *refundBook) (Decision, bool) {
+func (w *wideTAT) decide(at time.Time, cost, given int64) Decision {
 	n := w.now(at)
 	nowF := fixed{n, 0}
 	base := w.tat
@@ -44,19 +47,25 @@ func (w *wideTAT) decide(at time.Time, cost int64, book *refundBook) (Decision, 
 		base = nowF
 	}
 	limit := nowF.add(w.tau, w.den) // the TAT may reach now + tau
-	if cost < 1 || cost > w.burst {
-		return denyNever(w.remaining(limit, base), w.tl.time(base.ceil())), true
+	if cost < 1 || cost > w.cfg.burst {
+		return denyNever(w.remaining(limit, base), w.tl.time(base.ceil()))
 	}
 	inc, _ := mulDiv(cost, w.step, w.den)
 	next := base.add(inc, w.den)
 	if !limit.less(next) {
 		w.tat = next
+		// The refund reads the receipt's end as the TAT's whole ns, a
+		// little early, so it errs on the side of giving less back. Frac
+		// keeps the fraction, in 2^-32 ns, only so that two admissions in
+		// one ns (above a unit per ns) have receipts of their own.
+		hi, lo := bits.Mul64(uint64(next.num), 1<<fracBits)
+		part, _ := bits.Div64(hi, lo, uint64(w.den)) // num < den: no overflow
 		return Decision{Allowed: true, Remaining: w.remaining(limit, next), ResetAt: w.tl.time(next.ceil()),
-			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(next.whole), Frac: next.num, Seq: w.given.whole}}, true
+			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(next.whole), Frac: w.cfg.version<<fracBits | int64(part), Seq: given}}
 	}
 	// Denied: allowed from the instant t at which tat + inc <= t + tau.
 	retry := w.tat.add(inc, w.den).sub(w.tau, w.den)
-	return Decision{RetryAt: w.tl.time(retry.ceil()), Remaining: w.remaining(limit, base), ResetAt: w.tl.time(base.ceil())}, true
+	return Decision{RetryAt: w.tl.time(retry.ceil()), Remaining: w.remaining(limit, base), ResetAt: w.tl.time(base.ceil())}
 }
 
 // remaining is how many whole units fit between a TAT base (>= now) and the
@@ -69,11 +78,11 @@ func (w *wideTAT) remaining(limit, base fixed) int64 {
 	return q
 }
 
-// refund is tatCore.refund in the wide form's arithmetic. A receipt's Seq
-// holds the whole ns of given when it was made, rounded down, so the refunds
-// since it are over-counted by less than a nanosecond: never under.
-func (w *wideTAT) refund(now time.Time, r Receipt, book *refundBook) bool {
-	if !w.tl.started || r.Frac < 0 || r.Frac >= w.den || r.Seq > w.given.whole {
+// refund is tatCore.refund in the wide form's arithmetic: the slot's last
+// cost units, g = min(cost·step/den, end - (given - r.Seq) - now, TAT - now)
+// ns, with given in whole ns rounded up.
+func (w *wideTAT) refund(now time.Time, r Receipt, cost, given int64, total *atomic.Int64) bool {
+	if !w.tl.started {
 		return false
 	}
 	n := w.now(now)
@@ -81,24 +90,33 @@ func (w *wideTAT) refund(now time.Time, r Receipt, book *refundBook) bool {
 	if dm < 0 {
 		return false
 	}
-	end := fixed{int64(dm), r.Frac}
-	since := w.given.sub(fixed{r.Seq, 0}, w.den)
 	floor := fixed{n, 0}
-	inc, _ := mulDiv(r.Cost, w.step, w.den)
-	// g = min(inc, end - since - now, tat - now)
-	limit := end.sub(since, w.den)
+	limit := fixed{satSub(int64(dm), given-r.Seq), 0}
 	if !floor.less(limit) || !floor.less(w.tat) {
 		return false
 	}
 	g := limit.sub(floor, w.den)
-	if inc.less(g) {
+	if inc, _ := mulDiv(cost, w.step, w.den); inc.less(g) {
 		g = inc
 	}
 	if room := w.tat.sub(floor, w.den); room.less(g) {
 		g = room
 	}
 	w.tat = w.tat.sub(g, w.den)
-	w.given = w.given.add(g, w.den)
-	book.record(r, func(mark time.Time) bool { return !mark.Before(now) })
+	total.Add(g.ceil())
 	return true
+}
+
+// charge adds extra units of debt to the TAT.
+func (w *wideTAT) charge(now time.Time, extra int64) {
+	n := w.now(now)
+	if w.tat.less(fixed{n, 0}) {
+		w.tat = fixed{n, 0}
+	}
+	limit := n + farInstant // decades of debt: capped there
+	if inc, ok := mulDiv(extra, w.step, w.den); ok && w.tat.whole < limit-inc.whole {
+		w.tat = w.tat.add(inc, w.den)
+	} else {
+		w.tat = fixed{limit, 0}
+	}
 }

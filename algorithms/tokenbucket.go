@@ -30,10 +30,10 @@ func NewTokenBucket(refill Rate, capacity int64) (*TokenBucket, error) {
 }
 
 // Capacity returns the bucket's size.
-func (b *TokenBucket) Capacity() int64 { return b.c.burst }
+func (b *TokenBucket) Capacity() int64 { return b.c.config().burst }
 
 // Rate returns the refill rate.
-func (b *TokenBucket) Rate() Rate { return b.c.rate }
+func (b *TokenBucket) Rate() Rate { return b.c.config().rate }
 
 // Clone returns a copy with the same state; the copy's gate is open.
 func (b *TokenBucket) Clone() Algorithm {
@@ -44,18 +44,21 @@ func (b *TokenBucket) Clone() Algorithm {
 
 // AllowAt decides for cost tokens at now. Owner only.
 func (b *TokenBucket) AllowAt(now time.Time, cost int64) Decision {
-	d, _ := b.c.decide(now, cost, false, false)
+	var d Decision
+	b.c.decide(&d, now, cost, false, false)
 	return d
 }
 
 // LockFree reports whether this configuration keeps its state in one
 // atomic word (see GCRA.LockFree).
-func (b *TokenBucket) LockFree() bool { return b.c.word }
+func (b *TokenBucket) LockFree() bool { return b.c.config().word }
 
 // TryAllowAt decides for cost tokens at now while the gate is open; safe
 // from any goroutine.
 func (b *TokenBucket) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
-	return b.c.decide(now, cost, true, false)
+	var d Decision
+	ok := b.c.decide(&d, now, cost, true, false)
+	return d, ok
 }
 
 // TryAdmitAt is the lean form of TryAllowAt (see GCRA.TryAdmitAt).
@@ -66,7 +69,8 @@ func (b *TokenBucket) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.
 // AllowOrCloseAt decides like AllowAt and closes the gate on a denial that
 // waiting can cure. Owner only.
 func (b *TokenBucket) AllowOrCloseAt(now time.Time, cost int64) Decision {
-	d, _ := b.c.decide(now, cost, false, true)
+	var d Decision
+	b.c.decide(&d, now, cost, false, true)
 	return d
 }
 
@@ -76,4 +80,25 @@ func (b *TokenBucket) OpenGate() { b.c.openGate() }
 // RefundAt puts back the tokens of the admission r records that the
 // admissions after it have not already had to wait for (see Refunder and
 // GCRA.RefundAt). Owner only.
-func (b *TokenBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refund(now, r) }
+func (b *TokenBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refundAll(now, r) }
+
+// SettleAt settles the admission r records at actual units, once: the
+// difference is given back by the refund rule when actual is less, and
+// charged as debt when it is more (later admissions wait for it). Owner
+// only.
+func (b *TokenBucket) SettleAt(now time.Time, r Receipt, actual int64) bool {
+	return b.c.settle(now, r, actual)
+}
+
+// SetRateAt changes the rate at now, keeping the capacity; SetBurstAt changes the
+// capacity, keeping the rate. What was admitted stays admitted: the units still
+// owed are paid at the new rate. Fast-path callers see the change
+// atomically. Receipts made before give nothing back afterwards. Owner only.
+func (b *TokenBucket) SetRateAt(now time.Time, rate Rate) error {
+	return b.c.reconfigure(now, rate, b.c.config().burst, "capacity")
+}
+
+// SetBurstAt changes the capacity at now; see SetRateAt.
+func (b *TokenBucket) SetBurstAt(now time.Time, capacity int64) error {
+	return b.c.reconfigure(now, b.c.config().rate, capacity, "capacity")
+}

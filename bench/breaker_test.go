@@ -199,3 +199,57 @@ func BenchmarkBreakerOpen(b *testing.B) {
 			}
 		})
 }
+
+// BenchmarkBreakerSlowThreshold: a closed breaker in count mode that times
+// every call (WithSlowCallThreshold: two monotonic clock reads), against
+// gobreaker's plain Execute, which has no such option.
+func BenchmarkBreakerSlowThreshold(b *testing.B) {
+	breakerPair(b, "goroutines=1/", 1,
+		func() func(int) {
+			cb := gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{})
+			return func(int) {
+				_, _ = cb.Execute(func() (struct{}, error) { return struct{}{}, nil })
+			}
+		},
+		func() func(int) {
+			br := mustBreaker(b, breaker.WithSlowCallThreshold(time.Second))
+			return func(int) {
+				_ = br.Do(breakerBenchCtx, func(context.Context) error { return nil })
+			}
+		})
+}
+
+// BenchmarkBreakerMemory reports the live heap per breaker across 10 000
+// of them: sluice in count mode (the default), in rate mode and with a
+// hook (the window and the hook queue are allocated only when used), and
+// gobreaker with default settings and with ten buckets. One op builds all
+// of it once.
+func BenchmarkBreakerMemory(b *testing.B) {
+	const n = 10_000
+	per := func(mk func() any) float64 {
+		keep := make([]any, n)
+		before := heapLive()
+		for i := range keep {
+			keep[i] = mk()
+		}
+		v := float64(heapLive()-before) / n
+		runtime.KeepAlive(keep)
+		return v
+	}
+	var count, rate, hook, gbDefault, gbBuckets float64
+	for b.Loop() {
+		count = per(func() any { return mustBreaker(b) })
+		rate = per(func() any { return mustBreaker(b, breaker.WithFailureRate(0.5, 10*time.Second, 20)) })
+		hook = per(func() any { return mustBreaker(b, breaker.WithOnTransition(func(breaker.Transition) {})) })
+		gbDefault = per(func() any { return gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{}) })
+		gbBuckets = per(func() any {
+			return gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{Interval: 10 * time.Second, BucketPeriod: time.Second})
+		})
+	}
+	b.ReportMetric(count, "heap-B/breaker")
+	b.ReportMetric(rate, "heap-B/breaker-rate-mode")
+	b.ReportMetric(hook, "heap-B/breaker-with-hook")
+	b.ReportMetric(gbDefault, "gobreaker-heap-B/breaker")
+	b.ReportMetric(gbBuckets, "gobreaker-heap-B/breaker-10-buckets")
+	b.ReportMetric(0, "ns/op")
+}

@@ -74,8 +74,8 @@ func mustBudget(b *testing.B) *budget.RetryBudget {
 // warm instead of growing with the benchmark's real rate.
 func BenchmarkBudgetCall(b *testing.B) {
 	for _, g := range []int{1, 32} {
-		for _, op := range []string{"deposit", "deposit+trywithdraw"} {
-			withdraw := op != "deposit"
+		for _, op := range []string{"deposit", "deposit+trywithdraw", "deposit+stats"} {
+			withdraw, stats := op == "deposit+trywithdraw", op == "deposit+stats"
 			b.Run(fmt.Sprintf("op=%s/goroutines=%d/impl=sluice", op, g), func(b *testing.B) {
 				r := mustBudget(b)
 				b.ReportAllocs()
@@ -84,8 +84,14 @@ func BenchmarkBudgetCall(b *testing.B) {
 					if withdraw {
 						r.TryWithdraw()
 					}
+					if stats {
+						_ = r.Stats()
+					}
 				})
 			})
+			if stats {
+				continue // the naive budget has no Stats
+			}
 			b.Run(fmt.Sprintf("op=%s/goroutines=%d/impl=naive", op, g), func(b *testing.B) {
 				r := newNaiveBudget()
 				var mu sync.Mutex

@@ -2,7 +2,9 @@ package bench_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/algorithms"
@@ -22,10 +24,10 @@ import (
 // impl names a subject for benchstat.
 func impl(name string) string {
 	switch name {
-	case "sluice TryAcquire", "sluice Acquire (GCRA 3e9/s)":
+	case "sluice TryAcquire", "sluice Acquire (GCRA 3,000,000,001/s)":
 		return "sluice"
-	case "sluice Acquire (token bucket)":
-		return "sluice-tokenbucket"
+	case "sluice Acquire (sliding window)":
+		return "sluice-slidingwindow"
 	case "x/time/rate AllowN", "x/time/rate WaitN", "x/time/rate":
 		return "xtime"
 	case "CAS-on-TAT reference":
@@ -159,4 +161,19 @@ func blockedName(name string) string {
 		return "sluice-cancellable-ctx"
 	}
 	return "xtime-cancellable-ctx"
+}
+
+// BenchmarkAllowAtUserRates: Allow at the rates users type, where nearly
+// every call in a loop is refused. Goal: sluice ≤ 1.0× xtime, for every
+// algorithm with a lock-free form, at 1 and 16 goroutines per core.
+func BenchmarkAllowAtUserRates(b *testing.B) {
+	for _, u := range scenario.UserRates {
+		for _, g := range []int{runtime.GOMAXPROCS(0), 16 * runtime.GOMAXPROCS(0)} {
+			for _, m := range scenario.AllowAt(u) {
+				b.Run(fmt.Sprintf("rate=%s/goroutines=%d/impl=%s", u.Name, g, strings.ReplaceAll(m.Name, " ", "-")), func(b *testing.B) {
+					benchMicro(b, m, g)
+				})
+			}
+		}
+	}
 }

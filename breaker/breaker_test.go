@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/internal/window"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -158,7 +159,7 @@ func TestCountMode(t *testing.T) {
 		}
 		wantState(t, b, breaker.HalfOpen)
 		_, err = b.Allow()
-		wantOpenError(t, err, 0)
+		wantOpenError(t, err, time.Minute) // the half-open timeout, which the probes took no time of
 		// A probe failure reopens it with a fresh timeout.
 		time.Sleep(time.Second)
 		done(errBoom)
@@ -245,12 +246,12 @@ func TestProbeLimit(t *testing.T) {
 			dones = append(dones, done)
 		}
 		_, err := b.Allow()
-		wantOpenError(t, err, 0)
+		wantOpenError(t, err, time.Minute) // the half-open timeout, which the probes took no time of
 
 		dones[0](nil) // one success: two more needed, two in flight
 		_, err = b.Allow()
-		wantOpenError(t, err, 0)
-		dones[1](context.Canceled) // ignored: frees its slot
+		wantOpenError(t, err, time.Minute) // the half-open timeout, which the probes took no time of
+		dones[1](context.Canceled)         // ignored: frees its slot
 		done, err := b.Allow()
 		if err != nil {
 			t.Fatalf("a freed slot was not reused: %v", err)
@@ -284,8 +285,8 @@ func TestStaleOutcomes(t *testing.T) {
 		}
 		slow2(nil) // a closed-era success must not close a half-open breaker ...
 		wantState(t, b, breaker.HalfOpen)
-		_, err = b.Allow() // ... nor free the probe slot
-		wantOpenError(t, err, 0)
+		_, err = b.Allow()                 // ... nor free the probe slot
+		wantOpenError(t, err, time.Minute) // the half-open timeout, which the probes took no time of
 
 		probe(errBoom) // reopens
 		time.Sleep(time.Second)
@@ -332,7 +333,7 @@ func TestStaleProbe(t *testing.T) {
 		}
 		p2(nil) // stale
 		_, err := b.Allow()
-		wantOpenError(t, err, 0)
+		wantOpenError(t, err, time.Minute) // the half-open timeout, which the probes took no time of
 		q1(nil)
 		wantState(t, b, breaker.HalfOpen) // one success of two, p2's did not count
 		q2(nil)
@@ -471,12 +472,12 @@ func TestClockBackwards(t *testing.T) {
 	c.Set(time.Second)
 	r.Do(ctx, succeed)
 	r.Do(ctx, fail)
-	if tot, _ := r.WindowTotals(); tot != [2]int64{3, 1} {
+	if tot, _ := r.WindowTotals(); tot != (window.Counts{3, 1}) {
 		t.Fatalf("totals %v, want {3 1}", tot)
 	}
 	c.Set(15 * time.Second)
 	r.Do(ctx, fail)
-	if tot, _ := r.WindowTotals(); tot != [2]int64{1, 1} {
+	if tot, _ := r.WindowTotals(); tot != (window.Counts{1, 1}) {
 		t.Fatalf("at 15s: totals %v, want {1 1} (the bucket [5s, 6s) gone)", tot)
 	}
 }
@@ -551,33 +552,41 @@ func TestHookPanic(t *testing.T) {
 }
 
 // TestHookOrderUnderConcurrency drives transitions from 16 goroutines with a
-// clock that moves on every read, and checks that the hook saw one unbroken
-// chain of transitions, never two at once.
+// clock that moves on every read, and checks that the hook saw one chain of
+// transitions, never two at once, in order (later instants, and a from that
+// is the last to unless transitions were dropped before it), and that every
+// transition was delivered or counted as dropped.
 func TestHookOrderUnderConcurrency(t *testing.T) {
 	var c fakeClock
 	clock := func() time.Time { c.Advance(time.Millisecond); return c.Now() }
 	var (
 		mu      sync.Mutex
 		last    = breaker.Closed
+		lastAt  time.Time
 		n       int
+		dropped int64
 		running atomic.Int32
 	)
-	hook := func(from, to breaker.State) {
+	hook := func(tr breaker.Transition) {
 		if running.Add(1) != 1 {
 			t.Error("the hook ran concurrently with itself")
 		}
 		runtime.Gosched() // widen the window for an overlapping delivery
 		mu.Lock()
-		if from != last {
-			t.Errorf("transition %d: %v->%v after a transition to %v", n, from, to, last)
+		if tr.From != last && tr.Dropped == 0 {
+			t.Errorf("transition %d: %v->%v after a transition to %v, none dropped", n, tr.From, tr.To, last)
 		}
-		last = to
+		if tr.At.Before(lastAt) {
+			t.Errorf("transition %d at %v, before the previous one at %v", n, tr.At, lastAt)
+		}
+		last, lastAt = tr.To, tr.At
+		dropped += tr.Dropped
 		n++
 		mu.Unlock()
 		running.Add(-1)
 	}
 	b, err := breaker.NewWithClock(clock, breaker.WithConsecutiveFailures(2), breaker.WithHalfOpenProbes(2),
-		breaker.WithOpenTimeout(5*time.Millisecond), breaker.WithOnStateChange(hook))
+		breaker.WithOpenTimeout(5*time.Millisecond), breaker.WithOnTransition(hook))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -595,15 +604,23 @@ func TestHookOrderUnderConcurrency(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got := b.State() // delivers anything still queued, and its own transition
+	// Snapshot delivers what is still queued, and the transition its own
+	// clock read may cause, after reading the counts: with nobody else
+	// calling, that is everything.
+	snap := b.Snapshot()
 	mu.Lock()
 	defer mu.Unlock()
-	if got != last {
-		t.Fatalf("the hook's last transition went to %v, the breaker is %v", last, got)
+	if snap.State != last {
+		t.Fatalf("the hook's last transition went to %v, the breaker is %v", last, snap.State)
 	}
 	if n < 10 {
 		t.Fatalf("only %d transitions: the test did not exercise the hook", n)
 	}
+	if int64(n)+dropped != snap.Transitions || dropped != snap.DroppedTransitions {
+		t.Fatalf("%d delivered + %d dropped, want the %d transitions made (snapshot: %d dropped)",
+			n, dropped, snap.Transitions, snap.DroppedTransitions)
+	}
+	t.Logf("%d transitions delivered, %d dropped", n, dropped)
 }
 
 // TestRateWindowProperty drives random outcomes and clock steps against a
@@ -647,7 +664,7 @@ func TestRateWindowProperty(t *testing.T) {
 				b.Do(ctx, succeed)
 			}
 			events = append(events, event{now, failed})
-			var lo, hi [2]int64
+			var lo, hi window.Counts
 			keep := events[:0]
 			for _, e := range events {
 				age := now - e.at
@@ -728,6 +745,8 @@ func TestDoDoesNotAllocate(t *testing.T) {
 	for name, b := range map[string]*breaker.Breaker{
 		"count": mustNew(t),
 		"rate":  mustNew(t, breaker.WithFailureRate(0.5, time.Minute, 10)),
+		"slow":  mustNew(t, breaker.WithSlowCallThreshold(time.Hour)),
+		"hook":  mustNew(t, breaker.WithOnTransition(func(breaker.Transition) {})),
 	} {
 		if n := testing.AllocsPerRun(1000, func() { b.Do(ctx, succeed) }); n != 0 {
 			t.Errorf("%s mode: Do allocates %v times per call", name, n)

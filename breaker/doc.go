@@ -12,6 +12,7 @@
 //	Open --(OpenTimeout elapsed, on the next call or State)--> HalfOpen
 //	HalfOpen --(HalfOpenProbes successes)--> Closed
 //	HalfOpen --(a probe fails)--> Open
+//	HalfOpen --(probes held every slot for HalfOpenTimeout, on the next call)--> Open
 //
 // It trips in one of two modes. Count mode, the default, opens after n
 // consecutive failures (WithConsecutiveFailures). Rate mode
@@ -22,13 +23,27 @@
 // outcome stops counting between 0.9·window and window after it was
 // recorded, at its bucket's start plus the window.
 //
+// A call's outcome is a Success, a Failure or Ignored (WithClassifier): an
+// ignored outcome, such as the caller's own cancellation or a 429 from a
+// quota, does not count at all. A call slower than WithSlowCallThreshold is
+// a failure even if it succeeded, in both modes.
+//
 // Every outcome belongs to the state it was admitted in: an outcome that
 // arrives after the breaker changed state (a slow call admitted while Closed
 // that ends after the breaker opened, a stale probe) is ignored. It neither
-// counts nor frees a probe slot.
+// counts nor frees a probe slot. A probe that never reports cannot wedge the
+// breaker: the half-open timeout (by default the open timeout, at least a
+// minute) reopens it and makes such probes stale.
+//
+// For operators: Snapshot returns the state and the counts, ForceOpen and
+// Reset take over during an incident, WithName names the breaker in its
+// errors and its hook, and WithOpenTimeoutGrowth lengthens the open spells
+// while the downstream stays down. The hook (WithOnTransition) runs without
+// any lock and its delivery is bounded: a storm of transitions keeps the
+// latest four and counts the others.
 //
 // The breaker reads package time, so tests can drive it with
-// testing/synctest. See docs/resilience.md for the semantics in full and for
-// a retry loop combining a breaker with a retry budget (package budget) and a
-// rate limiter (package actor).
+// testing/synctest. See docs/resilience.md for the semantics in full, and
+// package retry for a retry loop that combines a breaker with a retry budget
+// (package budget) and a rate limiter (package actor).
 package breaker

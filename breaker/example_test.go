@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
-	"github.com/sluicehq/sluice/budget"
 )
 
 var errUnavailable = errors.New("unavailable")
@@ -53,55 +52,58 @@ func ExampleBreaker_Allow() {
 	// closed
 }
 
-// A retry loop: the breaker fails calls fast while the downstream is down,
-// and the retry budget caps retries at a share of requests (here one retry
-// for every two requests), so that retries cannot multiply the load on a
-// struggling downstream. A rate limiter would pace the attempts: acquire a
-// permit from it (package actor) at the top of each attempt.
-func Example_retryLoop() {
-	retries, _ := budget.New(budget.WithMinRetriesPerSec(0), budget.WithPercentCanRetry(0.5))
-	b, _ := breaker.New(breaker.WithConsecutiveFailures(3))
-	ctx := context.Background()
+var errTooManyRequests = errors.New("429 too many requests")
 
-	// The downstream's answers, attempt by attempt, for each request.
-	script := map[string][]error{
-		"A": {nil},
-		"B": {errUnavailable, nil},
-		"C": {errUnavailable, nil},
-		"D": {errUnavailable, errUnavailable, nil},
-		"E": {nil},
-	}
-	request := func(name string) (attempts int, err error) {
-		retries.Deposit() // every request pays into the budget
-		for {
-			// With a rate limiter: if err := limiter.Acquire(ctx, 1); err != nil { return attempts, err }
-			err = b.Do(ctx, func(context.Context) error {
-				attempts++
-				return script[name][attempts-1]
-			})
-			switch {
-			case err == nil:
-				return attempts, nil
-			case errors.Is(err, breaker.ErrOpen):
-				return attempts, err // fail fast: retrying now cannot help
-			case !retries.TryWithdraw():
-				return attempts, fmt.Errorf("no retry budget: %w", err)
+// A classifier with three outcomes: a 429 says the caller exceeded a quota,
+// not that the downstream is unwell, so it is Ignored; everything else goes
+// to the default (the caller's own cancellation is Ignored too).
+func ExampleWithClassifier() {
+	b, err := breaker.New(
+		breaker.WithName("search"),
+		breaker.WithConsecutiveFailures(2),
+		breaker.WithClassifier(func(err error) breaker.Outcome {
+			if errors.Is(err, errTooManyRequests) {
+				return breaker.Ignored
 			}
-			// Back off here before the next attempt.
-		}
+			return breaker.DefaultClassifier(err)
+		}),
+	)
+	if err != nil {
+		panic(err)
 	}
-	for _, name := range []string{"A", "B", "C", "D", "E"} {
-		attempts, err := request(name)
-		if oe := (*breaker.OpenError)(nil); errors.As(err, &oe) {
-			fmt.Printf("%s: %d attempt(s), breaker open for another %v\n", name, attempts, oe.RetryAfter.Round(time.Second))
-			continue
-		}
-		fmt.Printf("%s: %d attempt(s), error: %v\n", name, attempts, err)
+	ctx := context.Background()
+	b.Do(ctx, func(context.Context) error { return errUnavailable })
+	for range 5 {
+		b.Do(ctx, func(context.Context) error { return errTooManyRequests })
+	}
+	s := b.Snapshot()
+	fmt.Println(s.State, s.Calls, s.ConsecutiveFailures)
+	b.Do(ctx, func(context.Context) error { return errUnavailable }) // the second failure in a row
+	var oe *breaker.OpenError
+	if err := b.Do(ctx, func(context.Context) error { return nil }); errors.As(err, &oe) {
+		fmt.Printf("%s: %v, retry after %v\n", oe.Name, oe.State, oe.RetryAfter.Round(time.Second))
 	}
 	// Output:
-	// A: 1 attempt(s), error: <nil>
-	// B: 2 attempt(s), error: <nil>
-	// C: 1 attempt(s), error: no retry budget: unavailable
-	// D: 2 attempt(s), error: no retry budget: unavailable
-	// E: 0 attempt(s), breaker open for another 30s
+	// closed 1 1
+	// search: open, retry after 30s
+}
+
+// Snapshot, ForceOpen and Reset, as an operator uses them during an
+// incident.
+func ExampleBreaker_ForceOpen() {
+	b, err := breaker.New(breaker.WithName("payments"), breaker.WithOpenTimeout(10*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	b.ForceOpen() // the downstream is being failed over: stop sending
+	err = b.Do(context.Background(), func(context.Context) error { return nil })
+	fmt.Println(err)
+	s := b.Snapshot()
+	fmt.Println(s.State, s.Forced)
+	b.Reset() // back in service, counts cleared
+	fmt.Println(b.State())
+	// Output:
+	// breaker "payments": forced open, retry after 10s
+	// open true
+	// closed
 }

@@ -16,5 +16,8 @@ func NewWithClock(clock func() time.Time, opts ...Option) (*Breaker, error) {
 func (b *Breaker) WindowTotals() (t window.Counts, consistent bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.win == nil {
+		return window.Counts{}, true
+	}
 	return b.win.RunningTotals(), b.win.RunningTotals() == b.win.BucketSum()
 }

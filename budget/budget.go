@@ -23,17 +23,19 @@ const (
 	MinTTL              = time.Second
 	MaxTTL              = 60 * time.Second
 	MaxMinRetriesPerSec = 100_000_000
-	MaxPercentCanRetry  = 10.0
+	// MaxPercentCanRetry is Finagle's bound: up to 1000 retries per request.
+	MaxPercentCanRetry = 1000.0
 )
 
 // nano is the fixed-point scale: the budget counts in billionths of a retry,
 // so a percentage is kept to nine decimal places and 0.2 is exact.
 const nano = 1_000_000_000
 
-// Indexes of the window's two counters.
+// Indexes of the window's counters.
 const (
 	deposits    = 0
 	withdrawals = 1
+	refusals    = 2
 )
 
 // RetryBudget allows retries as a share of recent requests, the way
@@ -41,14 +43,13 @@ const (
 // (https://twitter.github.io/finagle/guide/Clients.html#retries): Deposit for
 // every request, TryWithdraw before every retry, and the retry goes ahead
 // only when TryWithdraw reports true. See the package documentation for the
-// arithmetic and the bucket edge.
+// arithmetic and the bucket edge; Stats tells what it has counted.
 //
 // The zero value is not usable: make one with New. A RetryBudget is safe for
 // concurrent use. Each call holds a mutex for a fixed amount of work (at most
 // ten bucket resets, no allocation) and never while running user code; the
-// budget takes 256 bytes whatever the traffic. A call costs about 50 ns
-// uncontended on our machines, most of it reading the monotonic clock (see
-// bench/).
+// budget takes 384 bytes whatever the traffic. Most of a call's cost is its
+// monotonic clock read (figures in docs/resilience.md).
 type RetryBudget struct {
 	mu  sync.Mutex
 	win window.Window // guarded by mu
@@ -58,17 +59,20 @@ type RetryBudget struct {
 	reserve uint64
 	percent uint64
 
+	name   string
 	origin time.Time        // the creation instant; buckets are aligned to it
 	clock  func() time.Time // nil means package time
 }
 
-// Option configures a RetryBudget.
+// Option configures a RetryBudget. Of two options setting the same thing,
+// the last one given wins.
 type Option interface{ apply(*config) }
 
 type config struct {
 	ttl     time.Duration
 	min     int
 	percent float64
+	name    string
 }
 
 type optionFunc func(*config)
@@ -82,23 +86,34 @@ func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.ttl
 
 // WithMinRetriesPerSec sets the reserve: n·ttlSeconds retries per window are
 // allowed even without deposits, so that a low-traffic client can still
-// retry. It must be between 0 and 100 million; the default is 10.
+// retry. It must be between 0 and 100 million; the default is 10. The reserve
+// is not a floor: withdrawals count against it like against deposits, so a
+// burst of retries can drive the balance below it, and below zero while old
+// deposits leave the window before the withdrawals they paid for.
 func WithMinRetriesPerSec(n int) Option { return optionFunc(func(c *config) { c.min = n }) }
 
-// WithPercentCanRetry sets the share of deposits that may be retried: 0.2
-// allows one retry per five requests. It must be between 0 and 10 and is kept
-// to nine decimal places; the default is 0.2. With a reserve of zero and a
-// percentage of zero no retry is ever allowed.
+// WithPercentCanRetry sets the share of deposits that may be retried, as a
+// fraction of requests: 0.2 allows one retry per five requests, 1 one retry
+// per request, 1000 (the most, as in Finagle) a thousand. It must be between
+// 0 and 1000 and is kept to nine decimal places; the default is 0.2. With a
+// reserve of zero and a percentage of zero no retry is ever allowed.
 func WithPercentCanRetry(p float64) Option { return optionFunc(func(c *config) { c.percent = p }) }
 
+// WithName names the budget in Stats and in the errors of the code that uses
+// it (package retry's refusals). The default is no name.
+func WithName(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
+
 // New returns a budget configured by opts, with its buckets aligned to the
-// current instant. It fails, matching ErrInvalidConfig, for an option outside
-// its documented range.
+// current instant. It fails, matching ErrInvalidConfig, for a nil option or
+// a setting outside its documented range.
 func New(opts ...Option) (*RetryBudget, error) { return newBudget(nil, opts) }
 
 func newBudget(clock func() time.Time, opts []Option) (*RetryBudget, error) {
 	c := config{ttl: DefaultTTL, min: DefaultMinRetriesPerSec, percent: DefaultPercentCanRetry}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalid("option %d of %d is nil", i+1, len(opts))
+		}
 		o.apply(&c)
 	}
 	if c.ttl < MinTTL || c.ttl > MaxTTL {
@@ -113,6 +128,7 @@ func newBudget(clock func() time.Time, opts []Option) (*RetryBudget, error) {
 	b := &RetryBudget{
 		reserve: uint64(c.min) * uint64(c.ttl),
 		percent: uint64(math.Round(c.percent * nano)),
+		name:    c.name,
 		clock:   clock,
 		win:     window.New(c.ttl),
 	}
@@ -124,6 +140,9 @@ func newBudget(clock func() time.Time, opts []Option) (*RetryBudget, error) {
 	return b, nil
 }
 
+// Name returns the name given with WithName, or "".
+func (b *RetryBudget) Name() string { return b.name }
+
 // Deposit records a request. Call it once for every request (its first
 // attempt); retries withdraw instead.
 func (b *RetryBudget) Deposit() {
@@ -132,14 +151,16 @@ func (b *RetryBudget) Deposit() {
 	b.mu.Unlock()
 }
 
-// TryWithdraw reports whether a retry may go ahead and, if so, records it.
-// It never blocks.
+// TryWithdraw reports whether a retry may go ahead and, if so, records it as
+// a withdrawal; if not, it records a refusal (see Stats). It never blocks.
 func (b *RetryBudget) TryWithdraw() bool {
 	b.mu.Lock()
 	now := b.elapsed()
 	ok := b.balance(b.win.Totals(now)) >= 1
 	if ok {
 		b.win.Add(now, window.Counts{withdrawals: 1})
+	} else {
+		b.win.Add(now, window.Counts{refusals: 1})
 	}
 	b.mu.Unlock()
 	return ok
@@ -155,6 +176,26 @@ func (b *RetryBudget) Balance() int64 {
 	n := b.balance(b.win.Totals(b.elapsed()))
 	b.mu.Unlock()
 	return n
+}
+
+// Stats is what a budget has counted, as Stats returns it.
+type Stats struct {
+	Name    string // as given with WithName
+	Balance int64  // what Balance returns
+	// The deposits, withdrawals (TryWithdraw that returned true) and
+	// refusals (TryWithdraw that returned false) still counting: made
+	// between 0.9·ttl and ttl ago or later.
+	Deposits, Withdrawals, Refusals int64
+}
+
+// Stats returns the balance and the counts of the window, read together
+// under the budget's lock so that they agree with each other.
+func (b *RetryBudget) Stats() Stats {
+	b.mu.Lock()
+	t := b.win.Totals(b.elapsed())
+	s := Stats{Name: b.name, Balance: b.balance(t), Deposits: t[deposits], Withdrawals: t[withdrawals], Refusals: t[refusals]}
+	b.mu.Unlock()
+	return s
 }
 
 // balance computes the balance for window totals t exactly, in 128 bits.

@@ -66,7 +66,7 @@ func TestInvalidConfig(t *testing.T) {
 		"negative min":     budget.WithMinRetriesPerSec(-1),
 		"min too large":    budget.WithMinRetriesPerSec(budget.MaxMinRetriesPerSec + 1),
 		"negative percent": budget.WithPercentCanRetry(-0.1),
-		"percent too big":  budget.WithPercentCanRetry(10.01),
+		"percent too big":  budget.WithPercentCanRetry(1000.01),
 		"percent NaN":      budget.WithPercentCanRetry(math.NaN()),
 	} {
 		b, err := budget.New(opt)
@@ -77,6 +77,7 @@ func TestInvalidConfig(t *testing.T) {
 	for _, opt := range []budget.Option{
 		budget.WithTTL(time.Second), budget.WithTTL(time.Minute),
 		budget.WithMinRetriesPerSec(0), budget.WithPercentCanRetry(0), budget.WithPercentCanRetry(10),
+		budget.WithPercentCanRetry(100), budget.WithPercentCanRetry(budget.MaxPercentCanRetry),
 	} {
 		if _, err := budget.New(opt); err != nil {
 			t.Errorf("valid option rejected: %v", err)

@@ -38,3 +38,21 @@ func ExampleNew() {
 	// 100
 	// 120
 }
+
+// Stats shows an operator what the budget has counted: here ten requests,
+// two retries allowed and one refused.
+func ExampleRetryBudget_Stats() {
+	b, err := budget.New(budget.WithName("search"), budget.WithMinRetriesPerSec(0))
+	if err != nil {
+		panic(err)
+	}
+	for range 10 {
+		b.Deposit()
+	}
+	for range 3 {
+		b.TryWithdraw()
+	}
+	fmt.Printf("%+v\n", b.Stats())
+	// Output:
+	// {Name:search Balance:0 Deposits:10 Withdrawals:2 Refusals:1}
+}

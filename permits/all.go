@@ -133,7 +133,7 @@ func All(limiters ...Limiter) Limiter {
 	}
 	n := len(a.parts)
 	a.records.New = func() any {
-		r := &record{got: make([]Grant, n), taken: make([]bool, n)}
+		r := &record{owner: a, got: make([]Grant, n), taken: make([]bool, n)}
 		r.tok.Value = r
 		return r
 	}
@@ -185,9 +185,11 @@ func (a *all) add(l Limiter, fixed *int64) {
 // record is what a combined permit holds, recycled through all.records.
 // tok.Value is the record itself.
 type record struct {
-	tok   Token
-	got   []Grant // per part; holds have only the Permit
-	taken []bool
+	tok     Token
+	owner   *all
+	got     []Grant // per part; holds have only the Permit
+	taken   []bool
+	settled bool // Settle was called
 }
 
 // errAllBusy is TryAcquire's refusal while another request is being
@@ -343,6 +345,7 @@ func (a *all) releaseHolds(r *record) {
 	}
 	clear(r.got)
 	clear(r.taken)
+	r.settled = false
 	a.records.Put(r)
 }
 

@@ -18,6 +18,11 @@ var (
 	// ErrClosed is returned by a closed limiter, and to every caller that was
 	// waiting when it closed.
 	ErrClosed = errors.New("sluice: limiter closed")
+	// ErrUnknownGrant is returned for a grant or permit a limiter cannot
+	// settle: one of another limiter, one settled or refunded before, or a
+	// permit that keeps no record of its grants (settle the permits of All,
+	// or the Grants of AcquireGrant).
+	ErrUnknownGrant = errors.New("sluice: unknown or already settled grant")
 )
 
 // RateLimitError is a refusal that waiting could cure. It matches
@@ -47,8 +52,11 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 func (e *RateLimitError) Unwrap() error { return e.Cause }
 
 // RetryAfter returns how long err says to wait, and whether it says so: it
-// finds a *RateLimitError in err's chain.
+// finds a *RateLimitError in err's chain (or the refusal of RetryLater).
 func RetryAfter(err error) (time.Duration, bool) {
+	if r, ok := err.(*retryLater); ok {
+		return r.d, true
+	}
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		return rl.RetryAfter, true

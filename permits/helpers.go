@@ -9,8 +9,20 @@ import "context"
 //
 //	err := permits.Do(ctx, lim, 1, func(ctx context.Context) error {
 //		return client.Call(ctx, req)
-//	})
-func Do(ctx context.Context, lim Limiter, cost int64, fn func(context.Context) error) error {
+//	}, permits.WithMaxWait(2*time.Second))
+//
+// WithMaxWait bounds the wait apart from ctx, so that a job is not granted
+// near its deadline only to time out mid-call.
+func Do(ctx context.Context, lim Limiter, cost int64, fn func(context.Context) error, opts ...Option) error {
+	cfg := doConfig{maxWait: -1}
+	for _, o := range opts {
+		if o != nil {
+			o.applyDo(&cfg)
+		}
+	}
+	if cfg.maxWait >= 0 {
+		lim = MaxWait(lim, cfg.maxWait)
+	}
 	p, err := lim.Acquire(ctx, cost)
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ type Queue[T any] struct {
 	headRetry  int64 // the owner's last retryAt for the current head, or 0
 	headSince  int64 // when the current head became head, if sinceKnown
 	sinceKnown bool
+	hold       int64 // no grant before this instant (Hold)
 }
 
 // Len returns the number of waiters.
@@ -150,8 +151,20 @@ func (q *Queue[T]) Due(now int64) int64 {
 	if h == nil {
 		return 0
 	}
-	return max(q.HeadFloor(now), Scheduled(q.last, h.Arrival), q.headRetry)
+	return max(q.HeadFloor(now), Scheduled(q.last, h.Arrival), q.headRetry, q.hold)
 }
+
+// Hold makes Grant grant nothing before until: a pause that an upstream
+// asked for. Waiters keep their order; a later hold extends an earlier one,
+// an earlier one does not shorten it.
+func (q *Queue[T]) Hold(until int64) { q.hold = max(q.hold, until) }
+
+// Held returns the instant before which nothing is granted (0: no hold).
+func (q *Queue[T]) Held() int64 { return q.hold }
+
+// Retime forgets what the owner said about the head's next instant, so that
+// Grant asks it again: the owner's capacity changed (a new rate, a refund).
+func (q *Queue[T]) Retime() { q.headRetry = 0 }
 
 // Predict returns when a cost arriving at arrival would be granted if it were
 // pushed behind everything granted up to prev, asking decide (which, like

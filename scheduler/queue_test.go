@@ -203,3 +203,36 @@ type stuckOwner struct{}
 
 func (stuckOwner) Decide(at, _ int64) (bool, int64)       { return false, at }
 func (stuckOwner) Granted(*scheduler.Node[string], int64) {}
+
+// Hold grants nothing before its instant, keeps the order, and only ever
+// extends.
+func TestHold(t *testing.T) {
+	var q scheduler.Queue[int]
+	o := &everyOwner{}
+	for i := range 3 {
+		q.Push(&scheduler.Node[int]{Value: i, Cost: 1, Arrival: 0})
+	}
+	q.Hold(100)
+	q.Hold(50) // earlier: does not shorten
+	if wake := q.Grant(10, o); wake != 100 || len(o.granted) != 0 {
+		t.Fatalf("Grant(10) under a hold until 100: wake %d, granted %v", wake, o.granted)
+	}
+	if q.Due(10) != 100 || q.Held() != 100 {
+		t.Fatalf("Due(10) = %d, Held() = %d; want 100", q.Due(10), q.Held())
+	}
+	q.Grant(100, o)
+	if len(o.granted) != 3 || o.granted[0] != 0 || o.granted[2] != 2 || o.at[0] != 100 {
+		t.Fatalf("after the hold: granted %v at %v, want 0, 1, 2 from 100", o.granted, o.at)
+	}
+}
+
+// everyOwner allows everything and records the grants.
+type everyOwner struct {
+	granted []int
+	at      []int64
+}
+
+func (o *everyOwner) Decide(int64, int64) (bool, int64) { return true, 0 }
+func (o *everyOwner) Granted(n *scheduler.Node[int], at int64) {
+	o.granted, o.at = append(o.granted, n.Value), append(o.at, at)
+}

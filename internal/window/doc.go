@@ -12,16 +12,17 @@
 // never later. The boundaries are computed as floor(10·d/W) on nanoseconds,
 // so they are exact even when W is not a multiple of 10 ns.
 //
-// Each bucket holds two counters whose meaning the owner chooses (a retry
-// budget counts deposits and withdrawals, a circuit breaker calls and
-// failures), and the window keeps their totals over the ten buckets.
+// Each bucket holds three counters whose meaning the owner chooses (a retry
+// budget counts deposits, withdrawals and refusals; a circuit breaker calls,
+// failures and slow calls), and the window keeps their totals over the ten
+// buckets.
 // Moving to a later bucket subtracts the expiring buckets from the totals and
 // zeroes them: at most ten bucket resets however long the window stayed idle,
 // and O(1) amortised over a sequence of calls. An instant earlier than the
 // latest one seen (a clock that went backwards) counts as that latest one: it
 // advances nothing and its events go to the current bucket.
 //
-// A Window is about 200 bytes and is not safe for concurrent use: its owner
+// A Window is 288 bytes and is not safe for concurrent use: its owner
 // serialises calls, typically with a mutex held for the fixed amount of work
 // each call does.
 package window

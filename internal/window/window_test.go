@@ -217,7 +217,7 @@ func TestPropertyAgainstTimestamps(t *testing.T) {
 			case r < 7:
 				now += time.Duration(rng.Int64N(int64(3 * width)))
 			}
-			c := window.Counts{rng.Int64N(3), rng.Int64N(3)}
+			c := window.Counts{rng.Int64N(3), rng.Int64N(3), rng.Int64N(3)}
 			w.Add(now, c)
 			ref.events = append(ref.events, refEvent{now, c})
 			got := w.Totals(now)

@@ -66,18 +66,20 @@ func SluiceGCRA(r algorithms.Rate, burst int64, opts ...actor.Option) (*actor.Li
 	return actor.New(g, opts...), nil
 }
 
-// Owner-path settings: rates far above what callers ask for, on algorithms
-// that have no lock-free form, so that every Acquire is a round trip through
-// the owner goroutine and is granted at once. 3e9/s makes GCRA's emission
-// interval a third of a nanosecond; a token bucket has no fast path at all.
+// Owner-path settings: rates far above what callers ask for, on
+// configurations that have no lock-free form, so that every Acquire is a
+// round trip through the owner goroutine and is granted at once. A GCRA
+// whose rate has more than 2^30 units per period after reduction keeps its
+// exact wide form, for the owner only; a sliding window never has a
+// lock-free form (a window of a microsecond keeps few entries).
 var (
-	OwnerGCRARate   = algorithms.Rate{Count: 3_000_000_000, Per: time.Second}
-	OwnerBucketRate = algorithms.PerSecond(1_000_000_000)
+	OwnerGCRARate   = algorithms.Rate{Count: 3_000_000_001, Per: time.Second}
+	OwnerWindowRate = algorithms.Rate{Count: 1 << 40, Per: time.Microsecond}
 	OwnerBurst      = int64(1_000_000)
 )
 
 // RoundTrip returns the subjects of an Acquire through an owner: sluice
-// with a GCRA whose fast path cannot open, sluice with a token bucket, the
+// with a GCRA whose fast path cannot open, sluice with a sliding window, the
 // bare mailbox round trip (EchoActor) and, for scale, x/time/rate's WaitN at
 // a rate that never makes it wait.
 func RoundTrip() []Micro {
@@ -90,19 +92,20 @@ func RoundTrip() []Micro {
 		}, func() { _ = l.Close() }, nil
 	}
 	return []Micro{
-		{Name: "sluice Acquire (GCRA 3e9/s)", New: func() (func(int), func(), error) {
+		{Name: "sluice Acquire (GCRA 3,000,000,001/s)", New: func() (func(int), func(), error) {
+			// 3,000,000,001/s: no lock-free form.
 			l, err := SluiceGCRA(OwnerGCRARate, OwnerBurst)
 			if err != nil {
 				return nil, nil, err
 			}
 			return acquire(l)
 		}},
-		{Name: "sluice Acquire (token bucket)", New: func() (func(int), func(), error) {
-			b, err := algorithms.NewTokenBucket(OwnerBucketRate, OwnerBurst)
+		{Name: "sluice Acquire (sliding window)", New: func() (func(int), func(), error) {
+			w, err := algorithms.NewSlidingWindow(OwnerWindowRate)
 			if err != nil {
 				return nil, nil, err
 			}
-			return acquire(actor.New(b))
+			return acquire(actor.New(w))
 		}},
 		{Name: "bare mailbox round trip", New: func() (func(int), func(), error) {
 			a := NewEchoActor()

@@ -1,0 +1,35 @@
+package keyed
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrTooManyKeys is matched by the error a Limiter returns, at once and
+// without waiting, for a key it would have to start tracking while it
+// already tracks WithMaxKeys live keys. Keys already live are served as
+// usual; the new key can be served once others have gone idle.
+var ErrTooManyKeys = errors.New("keyed: too many live keys")
+
+// ErrInvalidConfig is matched by every error New returns for options or a
+// constructor it cannot use.
+var ErrInvalidConfig = errors.New("keyed: invalid configuration")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+}
+
+func tooMany(max int) error {
+	return fmt.Errorf("%w: %d live keys is the most this limiter tracks", ErrTooManyKeys, max)
+}
+
+var errNilAlgorithm = errors.New("the constructor returned a nil algorithm and no error")
+
+// AlgorithmError is the error of a request whose key could not be made
+// because the constructor given to New failed; Err is its error.
+type AlgorithmError struct{ Err error }
+
+func (e *AlgorithmError) Error() string { return "keyed: making the key's algorithm: " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *AlgorithmError) Unwrap() error { return e.Err }

@@ -1,0 +1,276 @@
+package keyed
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/quota"
+	"github.com/sluicehq/sluice/permits"
+)
+
+// Limiter is a rate limit per key. Each key has its own algorithm state,
+// made by the constructor New was given the first time the key is used
+// (and again after the key has gone idle and been dropped), and its own
+// strict FIFO of waiters; keys never wait for each other.
+//
+// Per key it behaves as an actor.Limiter owning the key's algorithm:
+// waiters are granted in arrival order at their scheduled instants; a
+// cancelled waiter leaves the queue wherever it is and gives its capacity
+// back; an Acquire whose deadline (or WithMaxWait) comes before its
+// predicted grant fails at once with an error matching both
+// permits.ErrRateLimited and context.DeadlineExceeded; TryAcquire never
+// waits and its RetryAfter is exact; Close fails every waiter with
+// permits.ErrClosed.
+//
+// A key whose state is back to full capacity and that nobody waits on is
+// dropped (within about 10ms of the instant it is full), so memory follows
+// the keys in use. A Limiter is safe for concurrent use. Close it when
+// done: it owns its shards' goroutines.
+type Limiter[K comparable] struct {
+	newAlg func(K) (algorithms.Algorithm, error)
+	cfg    config
+	epoch  time.Time
+	seed   maphash.Seed
+	shards []*shard[K]
+	mask   uint64
+	once   sync.Once
+
+	closed  atomic.Bool
+	keys    atomic.Int64 // live keys
+	waiting atomic.Int64 // Acquires sent and not yet answered
+}
+
+// New returns a Limiter that makes the algorithm of each key with newAlg,
+// which must return a new algorithm on every call: the Limiter owns it
+// from then on. newAlg may return different algorithms for different keys
+// (a larger quota for some users); an error it returns is returned, wrapped,
+// to the caller of the request that made the key. New starts the shards'
+// goroutines; it fails, matching ErrInvalidConfig, for a nil newAlg and
+// invalid options. Nil options are ignored.
+func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Option) (*Limiter[K], error) {
+	if newAlg == nil {
+		return nil, invalid("nil algorithm constructor")
+	}
+	cfg := defaults()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1)}
+	l.shards = make([]*shard[K], cfg.shards)
+	for i := range l.shards {
+		s := &shard[K]{l: l, keys: make(map[K]*entry[K]), wake: make(chan struct{}, 1), done: make(chan struct{})}
+		l.shards[i] = s
+		labels := pprof.Labels("sluice.limiter", cfg.name, "sluice.shard", strconv.Itoa(i))
+		go pprof.Do(context.Background(), labels, func(context.Context) { s.loop() })
+	}
+	return l, nil
+}
+
+// Acquire waits until cost units are granted for key, in FIFO order among
+// the key's waiters, and returns a permit for them (Release is a no-op).
+//
+// It fails at once, without queuing, with ctx.Err() if ctx is already
+// done, with permits.ErrInvalidCost for cost < 1,
+// permits.ErrCostExceedsCapacity for cost above the key's capacity,
+// permits.ErrClosed once the limiter is closed, ErrTooManyKeys for a new
+// key beyond WithMaxKeys, and the constructor's error if it failed. It
+// fails at once with a *permits.RateLimitError when the predicted grant is
+// later than ctx's deadline (the error then also matches
+// context.DeadlineExceeded), later than WithMaxWait allows, or the key's
+// queue is full (WithMaxQueue). If ctx ends while it waits, it leaves the
+// queue and returns ctx.Err(); if the grant and the cancellation race and
+// the grant wins, it returns the permit and a nil error.
+func (l *Limiter[K]) Acquire(ctx context.Context, key K, cost int64) (permits.Permit, error) {
+	p, _, err := l.acquire(ctx, key, cost, false)
+	return p, err
+}
+
+// AcquireQuota is Acquire, returning with the permit or the refusal the
+// key's Quota as of the grant or the refusal.
+func (l *Limiter[K]) AcquireQuota(ctx context.Context, key K, cost int64) (permits.Permit, permits.Quota, error) {
+	return l.acquire(ctx, key, cost, true)
+}
+
+// TryAcquire returns a permit for cost units of key if they are available
+// now and nobody waits on the key; it never waits. A refusal is a
+// *permits.RateLimitError whose RetryAfter is exact when nobody waits on
+// the key and, while others wait, at least the time until the last of
+// them is granted, given without asking the owner. Its other errors are
+// Acquire's.
+func (l *Limiter[K]) TryAcquire(key K, cost int64) (permits.Permit, error) {
+	p, _, err := l.try(key, cost, false)
+	return p, err
+}
+
+// TryAcquireQuota is TryAcquire, returning with the permit or the refusal
+// the key's Quota as of the decision: what a server puts in the RateLimit
+// and Retry-After fields of its response. On the lock-free path it costs a
+// few nanoseconds more than TryAcquire.
+func (l *Limiter[K]) TryAcquireQuota(key K, cost int64) (permits.Permit, permits.Quota, error) {
+	return l.try(key, cost, true)
+}
+
+func (l *Limiter[K]) try(key K, cost int64, full bool) (permits.Permit, permits.Quota, error) {
+	if err := l.check(cost); err != nil {
+		return permits.Permit{}, permits.Quota{}, err
+	}
+	s := l.shard(key)
+	a, err := s.attempt(key, cost, full, false)
+	if err != nil {
+		return permits.Permit{}, a.limit(), err
+	}
+	switch a.verdict {
+	case vDecided:
+		return s.decided(a, cost, full)
+	case vBehind:
+		s.rejected.Add(1)
+		return permits.Permit{}, quota.Behind(a.e.alg, a.wait), &permits.RateLimitError{RetryAfter: a.wait}
+	}
+	c := s.roundTrip(context.Background(), s.newCall(context.Background(), opTry, a.e, cost, l.stamp()))
+	return s.answer(context.Background(), c, a.e, cost)
+}
+
+func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) (permits.Permit, permits.Quota, error) {
+	if err := ctx.Err(); err != nil {
+		return permits.Permit{}, permits.Quota{}, err
+	}
+	if err := l.check(cost); err != nil {
+		return permits.Permit{}, permits.Quota{}, err
+	}
+	s := l.shard(key)
+	a, err := s.attempt(key, cost, full, true)
+	if err != nil {
+		return permits.Permit{}, a.limit(), err
+	}
+	if a.verdict == vDecided {
+		return s.decided(a, cost, full)
+	}
+	at := l.stamp()
+	if !a.now.IsZero() {
+		at = int64(a.now.Sub(l.epoch)) // the fast path's reading: its arrival
+	}
+	c := s.roundTrip(ctx, s.newCall(ctx, opAcquire, a.e, cost, at))
+	return s.answer(ctx, c, a.e, cost)
+}
+
+// decided returns what the fast path decided, counting it.
+func (s *shard[K]) decided(a attempt[K], cost int64, full bool) (permits.Permit, permits.Quota, error) {
+	var q permits.Quota
+	if full {
+		q = quota.Of(a.e.alg, a.d, a.now)
+	}
+	if a.d.Allowed {
+		s.granted.Add(1)
+		return permits.NewPermit(cost, nil, nil), q, nil
+	}
+	s.rejected.Add(1)
+	return permits.Permit{}, q, &permits.RateLimitError{RetryAfter: max(a.d.RetryAt.Sub(a.now), 1)}
+}
+
+// answer maps the owner's answer in c to the API and pools c.
+func (s *shard[K]) answer(ctx context.Context, c *call[K], e *entry[K], cost int64) (permits.Permit, permits.Quota, error) {
+	q := permits.Quota{Limit: e.alg.Capacity(), Remaining: c.remaining, Reset: time.Duration(c.reset), Window: quota.Window(e.alg)}
+	st, n := c.status, c.n
+	s.recycle(c)
+	switch st {
+	case stGranted:
+		return permits.NewPermit(cost, nil, nil), q, nil
+	case stLimited, stDeadline:
+		q.RetryAfter = time.Duration(n)
+		q.Reset = max(q.Reset, q.RetryAfter)
+		err := &permits.RateLimitError{RetryAfter: q.RetryAfter}
+		if st == stDeadline {
+			err.Cause = context.DeadlineExceeded
+		}
+		return permits.Permit{}, q, err
+	case stCanceled:
+		if err := ctx.Err(); err != nil {
+			return permits.Permit{}, permits.Quota{Limit: q.Limit}, err
+		}
+		return permits.Permit{}, permits.Quota{Limit: q.Limit}, context.Canceled
+	}
+	return permits.Permit{}, permits.Quota{Limit: q.Limit}, permits.ErrClosed
+}
+
+func (l *Limiter[K]) check(cost int64) error {
+	switch {
+	case cost < 1:
+		return permits.InvalidCost(cost)
+	case l.closed.Load():
+		return permits.ErrClosed
+	}
+	return nil
+}
+
+// Close fails every waiting caller with permits.ErrClosed, makes every
+// later call return it, and returns once every owner goroutine has exited.
+// It is idempotent and always returns nil.
+func (l *Limiter[K]) Close() error {
+	l.once.Do(func() {
+		l.closed.Store(true)
+		for _, s := range l.shards {
+			s.kick()
+		}
+	})
+	for _, s := range l.shards {
+		<-s.done
+	}
+	return nil
+}
+
+// Stats is a snapshot of a Limiter's counters.
+type Stats struct {
+	Granted, Rejected, Canceled uint64 // since New, over every key
+	Waiting                     int    // Acquires waiting for their answer now
+	Keys                        int    // keys live now: in use, or not yet found idle
+}
+
+// Stats returns the counters. Granted counts permits, Rejected refusals by
+// the limit (*permits.RateLimitError), Canceled waiters whose context ended
+// while queued; each is updated before the call it counts returns.
+func (l *Limiter[K]) Stats() Stats {
+	var st Stats
+	for _, s := range l.shards {
+		st.Granted += s.granted.Load()
+		st.Rejected += s.rejected.Load()
+		st.Canceled += s.canceled.Load()
+	}
+	st.Waiting = int(l.waiting.Load())
+	st.Keys = int(l.keys.Load())
+	return st
+}
+
+func (l *Limiter[K]) shard(key K) *shard[K] { return l.shards[maphash.Comparable(l.seed, key)&l.mask] }
+
+// stamp is a reading of the clock, ns on the timeline.
+func (l *Limiter[K]) stamp() int64 { return int64(l.cfg.clock.Now().Sub(l.epoch)) }
+
+func (l *Limiter[K]) t(ns int64) time.Time { return l.epoch.Add(time.Duration(ns)) }
+
+// ns converts a decision's instant to the timeline; the zero Time (never)
+// becomes 0.
+func (l *Limiter[K]) ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return int64(t.Sub(l.epoch))
+}
+
+func (l *Limiter[K]) String() string { return fmt.Sprintf("keyed.Limiter(%s)", l.cfg.name) }
+
+var (
+	_ permits.KeyedLimiter[string]      = (*Limiter[string])(nil)
+	_ permits.KeyedQuotaLimiter[string] = (*Limiter[string])(nil)
+)

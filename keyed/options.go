@@ -1,0 +1,95 @@
+package keyed
+
+import (
+	"runtime"
+	"time"
+)
+
+// Option configures a Limiter. Options are values; a nil Option is ignored.
+type Option interface{ apply(*config) }
+
+type config struct {
+	name     string
+	clock    Clock
+	shards   int
+	maxKeys  int
+	maxWait  time.Duration // < 0: no limit
+	maxQueue int           // <= 0: no limit
+	idle     time.Duration // how long a key stays full before it is dropped
+}
+
+func defaults() config {
+	return config{name: "unnamed", clock: systemClock{}, maxWait: -1}
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithShards sets the number of owners (goroutines), rounded up to a power
+// of two, at most 4096; 0 means the default, four per GOMAXPROCS.
+func WithShards(n int) Option { return optionFunc(func(c *config) { c.shards = n }) }
+
+// WithMaxKeys caps the keys tracked at once: a request for a key that is
+// not live while n keys are fails at once with an error matching
+// ErrTooManyKeys. n = 0 (the default) means no cap; n < 0 is invalid.
+func WithMaxKeys(n int) Option { return optionFunc(func(c *config) { c.maxKeys = n }) }
+
+// WithMaxWait makes Acquire fail at once with *permits.RateLimitError when
+// its predicted wait for its key is longer than d, instead of queuing. d = 0
+// means Acquire never waits; a negative d removes the limit (the default).
+func WithMaxWait(d time.Duration) Option { return optionFunc(func(c *config) { c.maxWait = d }) }
+
+// WithMaxQueue bounds the waiters of each key: a request that would make a
+// key's queue longer fails at once with *permits.RateLimitError whose
+// RetryAfter is its predicted wait. n <= 0 removes the limit (the default).
+func WithMaxQueue(n int) Option { return optionFunc(func(c *config) { c.maxQueue = n }) }
+
+// WithIdleTimeout keeps a key whose state is full again for about d more
+// before it is dropped: the owner looks at a key d after the instant it
+// said it would be full, and drops it if it is full then (0, the default:
+// at that instant, within about 10ms). A client whose
+// requests come further apart than its state takes to refill makes a new
+// key, one allocation of about 300 bytes, for each of them; a timeout of a
+// second or so keeps such keys for a little more memory. A negative d is
+// invalid.
+func WithIdleTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.idle = d }) }
+
+// WithClock replaces package time, for simulations that drive time
+// themselves. Tests should prefer testing/synctest with the default clock.
+// A nil clock is ignored.
+func WithClock(clock Clock) Option {
+	return optionFunc(func(c *config) {
+		if clock != nil {
+			c.clock = clock
+		}
+	})
+}
+
+// WithName names the limiter: its owners run under the pprof labels
+// sluice.limiter=name and sluice.shard=i, so that a goroutine dump of a
+// limiter that was never closed says which one it is.
+func WithName(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
+
+const maxShards = 4096
+
+// validate checks c and settles the number of shards.
+func (c *config) validate() error {
+	switch {
+	case c.shards < 0 || c.shards > maxShards:
+		return invalid("shards must be between 1 and %d, got %d", maxShards, c.shards)
+	case c.maxKeys < 0:
+		return invalid("max keys must be 0 (no cap) or positive, got %d", c.maxKeys)
+	case c.idle < 0:
+		return invalid("idle timeout must not be negative, got %v", c.idle)
+	}
+	if c.shards == 0 {
+		c.shards = 4 * runtime.GOMAXPROCS(0)
+	}
+	n := 1
+	for n < c.shards {
+		n <<= 1
+	}
+	c.shards = min(n, maxShards)
+	return nil
+}

@@ -1,0 +1,251 @@
+package keyed_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/keyed"
+	"github.com/sluicehq/sluice/permits"
+)
+
+// The property test plays one random script over a few keys twice, in
+// virtual time: against a keyed.Limiter, and against one actor.Limiter per
+// key, each owning a fresh copy of the same algorithm. Every outcome must
+// be the same: each Acquire granted at the same instant or refused with the
+// same error and RetryAfter, each TryAcquire granted or refused alike. A
+// TryAcquire refused behind waiters gets a RetryAfter the owner published
+// without a message: an actor.Limiter does not wake its owner for an
+// arrival that only joins its queue, so what it published can be older,
+// and keyed's, whose owners are woken by every arrival, is never smaller. Arrivals sit on even
+// microseconds, cancellations, TryAcquires and Close on odd ones, so no two
+// events the script cannot order share an instant.
+
+type kind int
+
+const (
+	arrive kind = iota
+	cancelIt
+	tryIt
+	closeIt
+)
+
+type event struct {
+	at       time.Duration
+	kind     kind
+	id       int
+	key      int
+	cost     int64
+	deadline time.Duration
+}
+
+func script(rng *rand.Rand, keys int, capacity int64) []event {
+	var evs []event
+	used := map[time.Duration]bool{}
+	n := 20 + rng.IntN(60)
+	for id := range n {
+		var at time.Duration
+		for {
+			at = time.Duration(rng.IntN(50_000)) * 2 * time.Microsecond
+			if !used[at] {
+				break
+			}
+		}
+		used[at] = true
+		ev := event{at: at, kind: arrive, id: id, key: rng.IntN(keys), cost: 1 + rng.Int64N(capacity)}
+		if rng.IntN(3) == 0 {
+			ev.deadline = at + time.Duration(1+2*rng.IntN(15_000))*time.Microsecond
+		}
+		evs = append(evs, ev)
+		if rng.IntN(3) == 0 {
+			evs = append(evs, event{at: at + time.Duration(1+2*rng.IntN(40_000))*time.Microsecond, kind: cancelIt, id: id})
+		}
+	}
+	for i := rng.IntN(20); i > 0; i-- {
+		evs = append(evs, event{at: time.Duration(1+2*rng.IntN(100_000)) * time.Microsecond, kind: tryIt, key: rng.IntN(keys), cost: 1 + rng.Int64N(capacity)})
+	}
+	if rng.IntN(2) == 0 {
+		evs = append(evs, event{at: time.Duration(1+2*rng.IntN(150_000)) * time.Microsecond, kind: closeIt})
+	}
+	slices.SortStableFunc(evs, func(a, b event) int { return int(a.at - b.at) })
+	return evs
+}
+
+// result is an outcome that two runs can compare.
+type result struct {
+	granted bool
+	at      time.Duration
+	err     string // the error's text: RetryAfter and cause included
+}
+
+// subject is what a script drives: a keyed limiter, or actor limiters.
+type subject interface {
+	Acquire(ctx context.Context, key int, cost int64) (permits.Permit, error)
+	TryAcquire(key int, cost int64) (permits.Permit, error)
+	Close() error
+}
+
+// perKey is one actor.Limiter per key, made on first use.
+type perKey struct {
+	mu   sync.Mutex
+	make func() algorithms.Algorithm
+	lims map[int]*actor.Limiter
+	done bool
+}
+
+func (p *perKey) get(key int) *actor.Limiter {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.lims[key]
+	if l == nil {
+		l = actor.New(p.make())
+		if p.done {
+			l.Close()
+		}
+		p.lims[key] = l
+	}
+	return l
+}
+
+func (p *perKey) Acquire(ctx context.Context, key int, cost int64) (permits.Permit, error) {
+	return p.get(key).Acquire(ctx, cost)
+}
+func (p *perKey) TryAcquire(key int, cost int64) (permits.Permit, error) {
+	return p.get(key).TryAcquire(cost)
+}
+func (p *perKey) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = true
+	for _, l := range p.lims {
+		l.Close()
+	}
+	return nil
+}
+
+func play(t *testing.T, newSubject func() subject, evs []event) (arrivals map[int]result, tries []result) {
+	arrivals = map[int]result{}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := newSubject()
+		defer l.Close()
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		cancels := map[int]context.CancelFunc{}
+		for _, ev := range evs {
+			if ev.kind != arrive {
+				continue
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels[ev.id] = cancel
+			if ev.deadline != 0 {
+				var cancelDeadline context.CancelFunc
+				ctx, cancelDeadline = context.WithDeadline(ctx, start.Add(ev.deadline))
+				defer cancelDeadline()
+			}
+			wg.Go(func() {
+				defer cancel()
+				time.Sleep(ev.at)
+				_, err := l.Acquire(ctx, ev.key, ev.cost)
+				r := result{granted: err == nil, at: time.Since(start)}
+				if err != nil {
+					r.err = err.Error()
+				}
+				mu.Lock()
+				arrivals[ev.id] = r
+				mu.Unlock()
+			})
+		}
+		for _, ev := range evs {
+			time.Sleep(start.Add(ev.at).Sub(time.Now()))
+			switch ev.kind {
+			case cancelIt:
+				cancels[ev.id]()
+			case tryIt:
+				_, err := l.TryAcquire(ev.key, ev.cost)
+				r := result{granted: err == nil}
+				if wait, ok := permits.RetryAfter(err); ok {
+					r.at = wait
+				} else if err != nil {
+					r.err = err.Error()
+				}
+				tries = append(tries, r)
+			case closeIt:
+				require.NoError(t, l.Close())
+			}
+			synctest.Wait()
+		}
+		wg.Wait()
+	})
+	return arrivals, tries
+}
+
+func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
+	configs := []struct {
+		name string
+		make func() algorithms.Algorithm
+		cap  int64
+	}{
+		{"gcra 500/s burst 3", func() algorithms.Algorithm {
+			g, _ := algorithms.NewGCRA(algorithms.PerSecond(500), 3)
+			return g
+		}, 3},
+		{"token bucket 4 at 250/s", func() algorithms.Algorithm {
+			b, _ := algorithms.NewTokenBucket(algorithms.PerSecond(250), 4)
+			return b
+		}, 4},
+		{"sliding window 5 per 20ms", func() algorithms.Algorithm {
+			w, _ := algorithms.NewSlidingWindow(algorithms.Rate{Count: 5, Per: 20 * time.Millisecond})
+			return w
+		}, 5},
+	}
+	seeds := 40
+	if testing.Short() {
+		seeds = 8
+	}
+	for _, cfg := range configs {
+		t.Run(cfg.name, func(t *testing.T) {
+			var waited, refused int
+			for seed := uint64(1); seed <= uint64(seeds); seed++ {
+				evs := script(rand.New(rand.NewPCG(seed, 12)), 3, cfg.cap)
+				got, gotTries := play(t, func() subject {
+					l, err := keyed.New(func(int) (algorithms.Algorithm, error) { return cfg.make(), nil }, keyed.WithShards(2))
+					require.NoError(t, err)
+					return l
+				}, evs)
+				want, wantTries := play(t, func() subject {
+					return &perKey{make: cfg.make, lims: map[int]*actor.Limiter{}}
+				}, evs)
+				for id, w := range want {
+					if got[id] != w {
+						t.Fatalf("seed %d: arrival %d: keyed %+v, actor %+v\nscript: %+v", seed, id, got[id], w, evs)
+					}
+					if w.granted && w.at > 0 {
+						waited++
+					}
+					if !w.granted {
+						refused++
+					}
+				}
+				require.Len(t, gotTries, len(wantTries))
+				for i, w := range wantTries {
+					g := gotTries[i]
+					if g.granted != w.granted || g.err != w.err || g.at < w.at {
+						t.Fatalf("seed %d: TryAcquire %d: keyed %+v, actor %+v", seed, i, g, w)
+					}
+				}
+			}
+			require.Greater(t, waited, seeds*5, "grants after waiting")
+			require.Greater(t, refused, seeds, "refusals and cancellations")
+			t.Logf("%d waited, %d refused over %d scripts", waited, refused, seeds)
+		})
+	}
+}

@@ -1,0 +1,449 @@
+package keyed
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// shard owns a share of the keys: their map, their waiters and one timer.
+// The map is read under the read lock by the fast path and changed under
+// the write lock (a new key by its first caller, a dropped one by the
+// owner). Everything marked owner below is touched by the owner goroutine
+// only, so none of it needs a lock.
+type shard[K comparable] struct {
+	granted, rejected, canceled atomic.Uint64
+	_                           [40]byte // the counters' own cache line
+
+	l    *Limiter[K]
+	mu   sync.RWMutex
+	keys map[K]*entry[K]
+	born []*entry[K] // under mu: keys made since the owner last looked
+	peak int         // under mu: the most keys the map has held since it was made
+
+	inbox    atomic.Pointer[call[K]]
+	cancels  atomic.Pointer[call[K]]
+	bornFlag atomic.Bool
+	wake     chan struct{}
+	done     chan struct{}
+	calls    sync.Pool
+
+	// owner
+	heap     []*entry[K] // min-heap on due: waiting keys and idle keys to look at again
+	doomed   []*entry[K] // keys found full, to drop under the write lock
+	timer    Timer
+	armed    bool
+	armedAt  int64
+	last     int64               // the latest instant read: the owner's time never runs back
+	granting algorithms.Decision // the decision of the grant being made
+}
+
+// recheck is the least time between two looks at a key that is still in
+// use: a key whose state is full again later than it said is dropped at
+// most this long after, and a key busy at a fast rate costs its owner at
+// most this many wake-ups.
+const recheck = 10 * time.Millisecond
+
+// now reads the owner's clock as ns on the timeline, never earlier than a
+// reading before.
+func (s *shard[K]) now() int64 {
+	s.last = max(s.last, s.l.stamp())
+	return s.last
+}
+
+func (s *shard[K]) loop() {
+	defer close(s.done)
+	var timerC <-chan time.Time
+	for {
+		if !s.pending() {
+			s.park(timerC)
+		}
+		if s.l.closed.Load() {
+			s.shutdown()
+			return
+		}
+		now := s.now() // one clock read per batch
+		s.adopt(now)
+		cancels, arrivals := s.take()
+		for c := arrivals; c != nil; {
+			next := c.next
+			s.handle(c, now)
+			c = next
+		}
+		for c := cancels; c != nil; {
+			next := c.cancelNext
+			// Grant first what was due by the time the caller gave up: a
+			// deadline at the very instant of its grant gets the grant.
+			s.grantDue(c.e, min(max(c.cancelAt, 0), now))
+			s.cancel(c, now)
+			c = next
+		}
+		timerC = s.schedule(now)
+	}
+}
+
+// adopt puts the keys made since the last look in the heap, to be looked
+// at now: the decision their first caller made under the write lock is in
+// their state already.
+func (s *shard[K]) adopt(now int64) {
+	if !s.bornFlag.Swap(false) {
+		return
+	}
+	s.mu.Lock()
+	born := s.born
+	s.born = nil
+	s.mu.Unlock()
+	for _, e := range born {
+		s.watch(e, now)
+	}
+}
+
+// handle serves one request taken from the inbox.
+func (s *shard[K]) handle(c *call[K], now int64) {
+	e := c.e
+	w := e.w.Load()
+	try := c.op == opTry
+	at := min(c.arrival, now) // none is in the future
+	if w != nil {
+		at = min(max(at, w.arrived), now) // arrivals keep their order in time
+	}
+	cost := c.node.Cost
+	var grant int64
+	var known bool
+	if w == nil {
+		var d algorithms.Decision
+		if !try && e.lockFree() {
+			d = e.gated().AllowOrCloseAt(s.l.t(at), cost) // a waiter closes the fast path
+		} else {
+			d = e.alg.AllowAt(s.l.t(at), cost)
+		}
+		if d.Allowed {
+			s.grant(c, at, d)
+			s.watch(e, now)
+			return
+		}
+		c.remaining, c.reset = d.Remaining, s.l.ns(d.ResetAt)-now
+		grant, known = max(s.l.ns(d.RetryAt), at+1), true
+	} else {
+		need := try || c.hasDL || s.l.cfg.maxWait >= 0 || s.l.cfg.maxQueue > 0
+		grant, known = w.predict(s, e, now, at, cost, need)
+		c.remaining = 0
+	}
+	// Without a prediction, the head's due instant is a lower bound on any
+	// wait behind it: refuse what even that cannot meet.
+	floor := grant
+	if !known {
+		floor = max(w.q.Due(now), now+1)
+	}
+	wait := floor - now
+	if w != nil {
+		c.reset = wait
+	}
+	switch {
+	case try:
+		s.refuse(c, stLimited, wait)
+	case s.l.cfg.maxQueue > 0 && w != nil && w.q.Len() >= s.l.cfg.maxQueue:
+		s.refuse(c, stLimited, wait)
+	case s.l.cfg.maxWait >= 0 && wait > int64(s.l.cfg.maxWait):
+		s.refuse(c, stLimited, wait)
+	case c.hasDL && floor > c.deadline:
+		s.refuse(c, stDeadline, wait)
+	default:
+		if w == nil {
+			w = new(waiters[K])
+			e.w.Store(w)
+		}
+		c.node.Arrival = at
+		w.arrived = at
+		w.q.Push(&c.node)
+		if known {
+			w.queued(s, grant, cost)
+		}
+		w.publish(max(grant, w.q.Due(now)))
+		s.watch(e, w.q.Due(now))
+		return
+	}
+	if w != nil {
+		w.dropped()
+		w.publish(w.q.Due(now)) // the prediction may have built the shadow
+		return
+	}
+	// Refused on a queue that stayed empty: the denial may have closed the
+	// gate, which nobody waiting must leave closed.
+	s.quiet(e, now)
+}
+
+// grant answers c with a grant at the instant at, decided by d.
+func (s *shard[K]) grant(c *call[K], at int64, d algorithms.Decision) {
+	s.granted.Add(1)
+	c.remaining, c.reset = d.Remaining, max(s.l.ns(d.ResetAt)-at, 0)
+	s.reply(c, stGranted, at)
+}
+
+func (s *shard[K]) refuse(c *call[K], st status, wait int64) {
+	s.rejected.Add(1)
+	s.reply(c, st, max(wait, 1))
+}
+
+// reply writes the result into c and signals its caller. Stats and the
+// key's pin are updated first, so that they are exact when the caller
+// returns.
+func (s *shard[K]) reply(c *call[K], st status, n int64) {
+	if c.op == opAcquire {
+		s.l.waiting.Add(-1)
+	}
+	c.e.unpin()
+	c.status, c.n = st, n
+	c.reply <- struct{}{}
+}
+
+// cancel removes a waiter whose caller gave up, wherever it is in its
+// key's queue, or acknowledges a cancellation that came after the answer.
+func (s *shard[K]) cancel(c *call[K], now int64) {
+	e := c.e
+	if w := e.w.Load(); w != nil && w.q.Remove(&c.node) {
+		w.shadowOK = false
+		s.canceled.Add(1)
+		s.reply(c, stCanceled, 0)
+		if w.q.Len() == 0 {
+			s.quiet(e, now)
+		} else {
+			due := w.q.Due(now)
+			w.publish(due)
+			s.watch(e, due)
+		}
+		return
+	}
+	c.reply <- struct{}{} // the acknowledgement of an answer sent before
+}
+
+// grantDue grants the heads of e's queue due by at.
+func (s *shard[K]) grantDue(e *entry[K], at int64) {
+	w := e.w.Load()
+	if w == nil || w.q.Len() == 0 {
+		return
+	}
+	w.q.Grant(at, keyOwner[K]{s, e})
+	if w.q.Len() == 0 {
+		s.quiet(e, at)
+	}
+}
+
+// quiet is for a key whose queue is empty: it reopens the fast path and
+// drops the queue, and the owner looks at the key next at now.
+func (s *shard[K]) quiet(e *entry[K], now int64) {
+	if e.lockFree() {
+		e.gated().OpenGate()
+	}
+	e.w.Store(nil)
+	s.watch(e, now)
+}
+
+// watch makes the owner look at e next at due.
+func (s *shard[K]) watch(e *entry[K], due int64) {
+	e.due = due
+	if e.hidx < 0 {
+		s.push(e)
+	} else {
+		s.fix(int(e.hidx))
+	}
+}
+
+// schedule grants every due head, looks at every key due, drops the keys
+// found full, keeps the one timer armed for the next due instant and
+// returns the channel to wait on. The clock is read again after every
+// pass, so a slow pass never makes a grant later than the moment the owner
+// is free again, and the timer is armed from a fresh reading.
+func (s *shard[K]) schedule(now int64) <-chan time.Time {
+	for {
+		s.runDue(now)
+		fresh := s.now()
+		if len(s.heap) == 0 || s.heap[0].due > fresh {
+			now = fresh
+			break
+		}
+		now = fresh
+	}
+	s.evict(now)
+	var wake int64
+	if len(s.heap) > 0 {
+		wake = s.heap[0].due
+	}
+	s.arm(wake, now)
+	if !s.armed {
+		return nil
+	}
+	return s.timer.C()
+}
+
+// runDue serves every key due by now: a waiting key's due heads are
+// granted; an idle key is dropped if its state is full, else looked at
+// again when it says it will be (and not sooner than recheck).
+func (s *shard[K]) runDue(now int64) {
+	for len(s.heap) > 0 && s.heap[0].due <= now {
+		e := s.heap[0]
+		if w := e.w.Load(); w != nil {
+			wake := w.q.Grant(now, keyOwner[K]{s, e})
+			switch {
+			case w.q.Len() == 0:
+				s.quiet(e, now)
+			case wake == 0: // waits for an event, which no rate algorithm does
+				s.remove(e)
+			default:
+				w.publish(wake)
+				s.watch(e, wake)
+			}
+			continue
+		}
+		if e.busy() {
+			s.remove(e) // its request's answer puts it back
+			continue
+		}
+		if again, full := s.full(e, now); !full {
+			s.watch(e, max(again, now+int64(recheck)))
+			continue
+		}
+		s.remove(e)
+		s.doomed = append(s.doomed, e)
+	}
+}
+
+// full reports whether e's state is back to full capacity at now (its
+// ResetAt has come), and if not when the owner should look again: the
+// instant it will be full plus WithIdleTimeout, so that a key is dropped
+// only once it has stayed full that long since the owner last found it in
+// use. A decision for cost 0 changes nothing and, on the lock-free form, is
+// safe beside fast-path callers.
+func (s *shard[K]) full(e *entry[K], now int64) (again int64, ok bool) {
+	d := e.alg.AllowAt(s.l.t(now), 0)
+	reset := s.l.ns(d.ResetAt)
+	return reset + int64(s.l.cfg.idle), reset <= now
+}
+
+// evictBatch bounds how many keys the owner drops under one hold of the
+// write lock, so that the fast path of the shard's other keys waits at
+// most that long.
+const evictBatch = 256
+
+// evict drops the keys found full, under the write lock: no fast-path
+// caller holds the read lock, and a pin is taken only under it, so a key
+// found unpinned, without waiters and full here is dropped with nothing in
+// flight on it, and its next caller makes a new one. A key that was used
+// since it was found full goes back to the heap.
+func (s *shard[K]) evict(now int64) {
+	for len(s.doomed) > 0 {
+		batch := s.doomed[max(len(s.doomed)-evictBatch, 0):]
+		s.mu.Lock()
+		for _, e := range batch {
+			if e.busy() || e.w.Load() != nil {
+				continue // its request's answer, or its queue, puts it back
+			}
+			if again, full := s.full(e, now); !full {
+				s.watch(e, max(again, now+int64(recheck)))
+				continue
+			}
+			delete(s.keys, e.key)
+			s.l.keys.Add(-1)
+		}
+		s.shrink()
+		s.mu.Unlock()
+		clear(batch)
+		s.doomed = s.doomed[:len(s.doomed)-len(batch)]
+	}
+	if c := cap(s.heap); c >= shrinkFrom && len(s.heap) <= c/4 {
+		s.heap = append(make([]*entry[K], 0, 2*len(s.heap)), s.heap...)
+	}
+	if cap(s.doomed) >= shrinkFrom {
+		s.doomed = nil
+	}
+}
+
+// shrinkFrom is the size from which the owner gives back the memory of a
+// map or a heap that has emptied to a quarter of its peak.
+const shrinkFrom = 64
+
+// shrink copies the map into a new one once it holds a quarter of its
+// peak: a Go map never gives back the table it grew, so without it the
+// memory of a burst of keys would stay after they went idle. O(live keys),
+// under the write lock, at most once per halving.
+func (s *shard[K]) shrink() {
+	if s.peak < shrinkFrom || len(s.keys) > s.peak/4 {
+		return
+	}
+	m := make(map[K]*entry[K], 2*len(s.keys))
+	for k, e := range s.keys {
+		m[k] = e
+	}
+	s.keys, s.peak = m, len(m)
+}
+
+// arm keeps the one timer armed for wake (0: none), from now.
+func (s *shard[K]) arm(wake, now int64) {
+	switch {
+	case wake == 0:
+		if s.armed {
+			s.timer.Stop()
+			s.armed = false
+		}
+		return
+	case s.armed && wake == s.armedAt:
+		return
+	case s.timer == nil:
+		s.timer = s.l.cfg.clock.NewTimer(time.Duration(wake - now))
+	default:
+		s.timer.Reset(time.Duration(wake - now))
+	}
+	s.armed, s.armedAt = true, wake
+}
+
+// shutdown fails every waiter and every request still in the inbox with
+// ErrClosed and acknowledges cancellations, so that no caller waits on an
+// owner that is gone.
+func (s *shard[K]) shutdown() {
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.armed = false
+	s.mu.RLock()
+	for _, e := range s.keys {
+		if w := e.w.Load(); w != nil {
+			for n := w.q.PopFront(); n != nil; n = w.q.PopFront() {
+				s.reply(n.Value, stClosed, 0)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	cancels, arrivals := s.take()
+	for c := arrivals; c != nil; {
+		next := c.next
+		s.reply(c, stClosed, 0)
+		c = next
+	}
+	for c := cancels; c != nil; {
+		next := c.cancelNext
+		c.reply <- struct{}{}
+		c = next
+	}
+}
+
+// keyOwner adapts one key of a shard to scheduler.Owner.
+type keyOwner[K comparable] struct {
+	s *shard[K]
+	e *entry[K]
+}
+
+func (o keyOwner[K]) Decide(at, cost int64) (bool, int64) {
+	d := o.e.alg.AllowAt(o.s.l.t(at), cost)
+	if d.Allowed {
+		o.s.granting = d
+		return true, 0
+	}
+	return false, o.s.l.ns(d.RetryAt)
+}
+
+func (o keyOwner[K]) Granted(n *scheduler.Node[*call[K]], at int64) {
+	o.s.grant(n.Value, at, o.s.granting)
+}
