@@ -141,6 +141,7 @@ func (s *Server) start() error {
 	args = append(args, s.extra...)
 	cmd := exec.Command("redis-server", args...)
 	cmd.Dir = s.dir
+	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
