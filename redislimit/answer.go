@@ -86,7 +86,7 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 				e.finish(r, stDeadline, at-now, nil)
 				e.markDirty(ks)
 			default:
-				r.phase, r.slot = phReserved, s
+				r.phase, r.slot, r.waited = phReserved, s, code > kc.now
 				s.left, s.holders = 0, 1
 				if i == last {
 					r.ticket = kc.value

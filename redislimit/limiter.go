@@ -174,7 +174,7 @@ func (e *engine) grant(issuer any, r *request) permits.Grant {
 	if id := r.ticket; id.ok {
 		mark, frac, seq = time.UnixMicro(id.w), id.f, id.n
 	}
-	return permits.NewGrant(permits.NewPermit(r.cost, nil, nil), at, r.n > r.arrival, issuer, mark, frac, seq)
+	return permits.NewGrant(permits.NewPermit(r.cost, nil, nil), at, r.waited, issuer, mark, frac, seq)
 }
 
 var (

@@ -149,11 +149,12 @@ func (e *engine) reassign(ks *keyState, now int64) {
 		s.holders++
 		switch {
 		case r.phase == phPending:
-			r.phase = phReserved
+			r.phase, r.waited = phReserved, true
 			ks.pending--
 			e.handedOff.Add(1)
 			e.markTimed(ks)
 		case s != r.slot:
+			r.waited = true
 			e.handedOff.Add(1)
 		}
 		r.slot = s

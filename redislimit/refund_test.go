@@ -28,7 +28,15 @@ func TestRefundGivesBackOnlyTheLatestAdmissionAndOnlyOnce(t *testing.T) {
 		assert.False(t, l.Refund(g), "a second refund of one grant gives nothing")
 		g2, err := l.TryAcquireGrant(1)
 		require.NoError(t, err, "the unit is back")
-		assert.Equal(t, uint64(1), l.Stats().Refunded)
+		done0 := make(chan permits.Grant)
+		go func() { g, _ := l.AcquireGrant(context.Background(), 1); done0 <- g }()
+		waited := <-done0
+		assert.True(t, waited.Waited, "reserved 100 ms ahead")
+		assert.False(t, l.Refund(g2), "an admission lies behind it")
+		assert.True(t, l.Refund(waited), "the latest admission")
+		g2, err = l.TryAcquireGrant(1)
+		require.NoError(t, err, "the reserved unit is back: at 100 ms, now")
+		assert.Equal(t, uint64(2), l.Stats().Refunded)
 
 		// Someone else (another process, on the same key) is admitted
 		// after g2: g2 can no longer be taken back.

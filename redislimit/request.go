@@ -72,6 +72,7 @@ type request struct {
 	phase   phase
 	slot    *slot
 	dlBound bool // the maxwait sent was the deadline's, not WithMaxWait's
+	waited  bool // its slot is a reservation ahead, or one handed on to it
 
 	// the result
 	status status
