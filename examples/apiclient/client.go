@@ -1,13 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -59,22 +54,9 @@ func (c config) apiConfig() demoapi.Config {
 	}
 }
 
-// job is one unit of work and what happened to it.
-type job struct {
-	id                int
-	prompt, maxTokens int64 // the estimate is their sum
-	start             time.Time
-	firstSent, sent   time.Time // the first attempt, and the last one (the one that succeeded, if done)
-	attempts          int
-	used              int64
-	done              bool
-}
-
-func (j *job) estimate() int64 { return j.prompt + j.maxTokens }
-
 // result is what a run measured.
 type result struct {
-	jobs       []*job
+	jobs       []*demoapi.Job
 	done       int
 	failed     int
 	elapsed    time.Duration
@@ -121,19 +103,13 @@ func run(ctx context.Context, cfg config, api *demoapi.API, base http.RoundTripp
 	defer conns.Close()
 	lim := permits.All(permits.FixedCost(requests, 1), tokens, permits.FixedCost(conns, 1))
 
-	rng := rand.New(rand.NewPCG(cfg.seed, 1))
-	res := &result{jobs: make([]*job, cfg.jobs)}
-	for i := range res.jobs {
-		estimate := cfg.minTokens + rng.Int64N(cfg.maxTokens-cfg.minTokens+1)
-		prompt := estimate / 3
-		res.jobs[i] = &job{id: i, prompt: prompt, maxTokens: estimate - prompt}
-	}
+	res := &result{jobs: demoapi.Jobs(cfg.jobs, cfg.minTokens, cfg.maxTokens, cfg.seed)}
 	opts := []httplimit.TransportOption{
-		httplimit.WithBase(&recorder{base: base, jobs: res.jobs}),
+		httplimit.WithBase(&demoapi.Recorder{Base: base, Jobs: demoapi.ByID(res.jobs)}),
 		httplimit.WithRetry(retry.WithMaxAttempts(maxAttempts)),
 	}
 	if cfg.settle {
-		opts = append(opts, httplimit.WithSettle(usage))
+		opts = append(opts, httplimit.WithSettle(demoapi.Usage))
 	}
 	transport, err := httplimit.NewTransport(lim, opts...)
 	if err != nil {
@@ -147,7 +123,12 @@ func run(ctx context.Context, cfg config, api *demoapi.API, base http.RoundTripp
 	p := pool.New().WithContext(ctx).WithMaxGoroutines(cfg.workers)
 	for _, j := range res.jobs {
 		p.Go(func(ctx context.Context) error {
-			j.run(ctx, client, url, &live)
+			if j.Run(ctx, client, url) != nil {
+				live.failed.Add(1)
+				return nil
+			}
+			live.done.Add(1)
+			live.tokens.Add(j.Used)
 			return nil
 		})
 	}
@@ -162,92 +143,22 @@ func run(ctx context.Context, cfg config, api *demoapi.API, base http.RoundTripp
 	return res, err
 }
 
-// usage is the Transport's settle function: the tokens the API says the
-// request used; a refusal used none.
-func usage(resp *http.Response) (int64, bool) {
-	if resp.StatusCode != http.StatusOK {
-		return 0, true
-	}
-	n, err := strconv.ParseInt(resp.Header.Get("X-Usage-Tokens"), 10, 64)
-	return n, err == nil && n >= 0
-}
-
 // liveCounts is what the progress line shows.
 type liveCounts struct{ done, failed, tokens atomic.Int64 }
-
-// run does the job: one request through the client, whose Transport
-// waits, retries and settles.
-func (j *job) run(ctx context.Context, client *http.Client, url string, live *liveCounts) {
-	j.start = time.Now()
-	body, _ := json.Marshal(demoapi.CompletionRequest{PromptTokens: j.prompt, MaxTokens: j.maxTokens})
-	req, err := http.NewRequestWithContext(httplimit.ContextWithCost(ctx, j.estimate()), http.MethodPost, url+"/v1/complete", bytes.NewReader(body))
-	if err != nil {
-		live.failed.Add(1)
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Job-Id", strconv.Itoa(j.id))
-	resp, err := client.Do(req)
-	if err != nil {
-		live.failed.Add(1)
-		return
-	}
-	var out demoapi.CompletionResponse
-	err = json.NewDecoder(resp.Body).Decode(&out)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || err != nil {
-		live.failed.Add(1)
-		return
-	}
-	j.done, j.used = true, out.Usage.TotalTokens
-	live.done.Add(1)
-	live.tokens.Add(j.used)
-}
-
-// recorder is the Transport's base: it notes when each job's attempts are
-// sent, then sends them. RoundTrip runs in the job's goroutine, so each
-// job is written by its own goroutine only.
-type recorder struct {
-	base http.RoundTripper
-	jobs []*job
-}
-
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	if id, err := strconv.Atoi(req.Header.Get("X-Job-Id")); err == nil && id >= 0 && id < len(r.jobs) {
-		j := r.jobs[id]
-		j.sent = time.Now()
-		if j.attempts++; j.attempts == 1 {
-			j.firstSent = j.sent
-		}
-	}
-	return r.base.RoundTrip(req)
-}
 
 // tally computes the summary's figures from the jobs and the API's record.
 func (r *result) tally(cfg config) {
 	var waits []time.Duration
-	var sent []*job
 	for _, j := range r.jobs {
-		if j.done {
+		if j.Done {
 			r.done++
-			waits = append(waits, j.sent.Sub(j.start))
+			waits = append(waits, j.Sent.Sub(j.Start))
 		} else {
 			r.failed++
 		}
-		if !j.firstSent.IsZero() {
-			sent = append(sent, j)
-		}
 	}
 	r.waitP50, r.waitP99 = demoapi.Percentile(waits, 50), demoapi.Percentile(waits, 99)
-	// FIFO: no job sent ahead of one that started fifoSlack before it.
-	for _, a := range sent {
-		for _, b := range sent {
-			if b.start.Sub(a.start) >= fifoSlack && a.firstSent.Sub(b.firstSent) >= fifoSlack {
-				r.overtakes++
-			}
-		}
-	}
+	r.overtakes = demoapi.Overtakes(r.jobs, fifoSlack)
 	r.quotaUsed, r.requestUse, r.steady = demoapi.QuotaUse(r.api, cfg.apiConfig())
 	r.peakWindow = r.api.PeakTokens
 }

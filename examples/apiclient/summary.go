@@ -46,7 +46,7 @@ func (r *result) print(w io.Writer, cfg config) {
 		demoapi.Grouped(a.TokensUsed), demoapi.Grouped(a.TokensEstimated), 100*float64(a.TokensUsed)/float64(max(a.TokensEstimated, 1)),
 		demoapi.Grouped(r.peakWindow), demoapi.Grouped(cfg.tokenLimit()))
 	pr("  requests/s       %.1f on average, %d at most in any 1 s  (limit %d)", float64(a.Accepted)/secs, a.PeakRequests, cfg.rps)
-	pr("  bound by         %s", r.binding())
+	pr("  bound by         %s", demoapi.Binding(r.quotaUsed, r.requestUse))
 	pr("  wait p50 / p99   %v / %v  (from a job's start to the send that succeeded: queue, pauses and retries)",
 		r.waitP50.Round(time.Millisecond), r.waitP99.Round(time.Millisecond))
 	t := r.transport
@@ -57,15 +57,6 @@ func (r *result) print(w io.Writer, cfg config) {
 	} else {
 		pr("  FIFO             broken: %d jobs sent ahead of one that had waited %v longer", r.overtakes, fifoSlack)
 	}
-}
-
-// binding names the quota that held the jobs back: the one the client
-// used the most of.
-func (r *result) binding() string {
-	if r.requestUse > r.quotaUsed {
-		return fmt.Sprintf("the request quota: %.0f%% of it used, %.0f%% of the token quota", 100*r.requestUse, 100*r.quotaUsed)
-	}
-	return fmt.Sprintf("the token quota: %.0f%% of it used, %.0f%% of the request quota", 100*r.quotaUsed, 100*r.requestUse)
 }
 
 func rate(r algorithms.Rate) float64 { return float64(r.Count) / r.Per.Seconds() }
