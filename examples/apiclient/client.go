@@ -148,16 +148,7 @@ type liveCounts struct{ done, failed, tokens atomic.Int64 }
 
 // tally computes the summary's figures from the jobs and the API's record.
 func (r *result) tally(cfg config) {
-	var waits []time.Duration
-	for _, j := range r.jobs {
-		if j.Done {
-			r.done++
-			waits = append(waits, j.Sent.Sub(j.Start))
-		} else {
-			r.failed++
-		}
-	}
-	r.waitP50, r.waitP99 = demoapi.Percentile(waits, 50), demoapi.Percentile(waits, 99)
+	r.done, r.failed, r.waitP50, r.waitP99 = demoapi.Tally(r.jobs)
 	r.overtakes = demoapi.Overtakes(r.jobs, fifoSlack)
 	r.quotaUsed, r.requestUse, r.steady = demoapi.QuotaUse(r.api, cfg.apiConfig())
 	r.peakWindow = r.api.PeakTokens

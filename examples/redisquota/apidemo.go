@@ -261,7 +261,6 @@ func startWorker(ctx context.Context, self string, spec workerSpec, stderr io.Wr
 // tally computes the summary's figures from the processes' jobs and the
 // API's record.
 func (r *apiResult) tally() {
-	var waits []time.Duration
 	for _, p := range r.procs {
 		r.jobs = append(r.jobs, p.Jobs...)
 		r.overtakes += demoapi.Overtakes(p.Jobs, fifoSlack)
@@ -273,15 +272,7 @@ func (r *apiResult) tally() {
 		r.transport.Pauses += t.Pauses
 		r.transport.Settled += t.Settled
 	}
-	for _, j := range r.jobs {
-		if j.Done {
-			r.done++
-			waits = append(waits, j.Sent.Sub(j.Start))
-		} else {
-			r.failed++
-		}
-	}
-	r.waitP50, r.waitP99 = demoapi.Percentile(waits, 50), demoapi.Percentile(waits, 99)
+	r.done, r.failed, r.waitP50, r.waitP99 = demoapi.Tally(r.jobs)
 	r.quotaUsed, r.requestUse, r.steady = demoapi.QuotaUse(r.api, r.cfg.api())
 }
 

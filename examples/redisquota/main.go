@@ -2,8 +2,8 @@
 // through Redis, and prints what each got: together they stay within the
 // quota, however the work is spread between them.
 //
-//	go run ./examples/redisquota                 # starts its own redis-server
-//	go run ./examples/redisquota -addr localhost:6379
+//	go run -C examples/redisquota .                           # starts its own redis-server
+//	go run -C examples/redisquota . -addr localhost:6379
 //
 // Each worker is this program started again with -worker; it calls
 // Acquire on the shared limit from a few goroutines for the run's length
@@ -11,8 +11,8 @@
 // and after, and prints the bound burst + rate·elapsed that the total may
 // not exceed.
 //
-//	go run ./examples/redisquota -api            # examples/apiclient's demo, in three processes
-//	go run ./examples/redisquota -api -h         # its flags (-api comes first)
+//	go run -C examples/redisquota . -api                      # examples/apiclient's demo, in three processes
+//	go run -C examples/redisquota . -api -h                   # its flags (-api comes first)
 //
 // With -api it runs examples/apiclient's demo (the same local API, quotas,
 // jobs and goals; internal/demoapi) with its jobs dealt out to three client

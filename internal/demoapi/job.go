@@ -146,3 +146,18 @@ func Binding(tokens, requests float64) string {
 	}
 	return fmt.Sprintf("the token quota: %.0f%% of it used, %.0f%% of the request quota", 100*tokens, 100*requests)
 }
+
+// Tally counts the jobs done and not done, and returns the p50 and p99 of
+// the waits of those done: from a job's start to the send that succeeded.
+func Tally(jobs []*Job) (done, failed int, p50, p99 time.Duration) {
+	var waits []time.Duration
+	for _, j := range jobs {
+		if j.Done {
+			done++
+			waits = append(waits, j.Sent.Sub(j.Start))
+		} else {
+			failed++
+		}
+	}
+	return done, failed, Percentile(waits, 50), Percentile(waits, 99)
+}
