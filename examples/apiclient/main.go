@@ -8,7 +8,7 @@
 //	go run ./examples/apiclient -settle=false    # estimates never settled: the quota three quarters used
 //	go run ./examples/apiclient -margin -10      # a client 10% too fast: 429s for the quota
 //
-// It starts the API on loopback (httptest, server.go): requests in any 1 s,
+// It starts the API on loopback (httptest, internal/demoapi): requests in any 1 s,
 // tokens in any token window (-token-window, 2 s: -tpm's share of it),
 // charged on arrival at the request's prompt + max_tokens and adjusted to
 // the real usage when it answers, and a cap on requests at once; beyond
@@ -49,6 +49,8 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/demoapi"
 )
 
 type config struct {
@@ -141,7 +143,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, term
 		fmt.Fprintln(stderr, "apiclient:", err)
 		return 2
 	}
-	api := newAPI(cfg.apiConfig())
+	api := demoapi.New(cfg.apiConfig())
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	transport := &http.Transport{MaxIdleConnsPerHost: cfg.concurrency}

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/internal/demoapi"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -43,7 +45,7 @@ func simulate(t *testing.T, args ...string) (*result, config, string) {
 	var res *result
 	var progress bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI(cfg.apiConfig())
+		api := demoapi.New(cfg.apiConfig())
 		res, err = run(context.Background(), cfg, api, inProcess{api}, "http://api.test", newProgress(&progress, false))
 		require.NoError(t, err)
 	})
@@ -61,16 +63,16 @@ func TestDefaultRun(t *testing.T) {
 	t.Log(out)
 	a := res.api
 	assert.Equal(t, 500, res.done)
-	assert.Zero(t, a.quotaRefused, "429s for the quota")
-	assert.Positive(t, a.overloadRefused, "the overload happened during the run")
-	assert.Equal(t, a.overloadRefused, a.retriedInTime, "each retried after its Retry-After")
-	assert.Zero(t, a.retriedEarly)
-	assert.Zero(t, a.neverRetried, "none lost")
+	assert.Zero(t, a.QuotaRefused, "429s for the quota")
+	assert.Positive(t, a.OverloadRefused, "the overload happened during the run")
+	assert.Equal(t, a.OverloadRefused, a.RetriedInTime, "each retried after its Retry-After")
+	assert.Zero(t, a.RetriedEarly)
+	assert.Zero(t, a.NeverRetried, "none lost")
 	assert.GreaterOrEqual(t, res.quotaUsed, 0.95)
 	assert.LessOrEqual(t, res.quotaUsed, 1.0)
 	assert.LessOrEqual(t, res.peakWindow, cfg.tokenLimit())
-	assert.LessOrEqual(t, a.peakRequests, cfg.rps)
-	assert.Less(t, a.tokensUsed, a.tokensEstimated, "the estimates are larger than the usage")
+	assert.LessOrEqual(t, a.PeakRequests, cfg.rps)
+	assert.Less(t, a.TokensUsed, a.TokensEstimated, "the estimates are larger than the usage")
 	assert.GreaterOrEqual(t, res.elapsed, 15*time.Second)
 	assert.LessOrEqual(t, res.elapsed, 35*time.Second)
 	assert.Zero(t, res.overtakes, "FIFO")
@@ -85,7 +87,7 @@ func TestDefaultRun(t *testing.T) {
 // to its limit, or within one job of it.
 func TestZeroMarginIsExact(t *testing.T) {
 	res, cfg, _ := simulate(t, "-margin", "0", "-jobs", "300", "-overload-for", "0")
-	assert.Zero(t, res.api.quotaRefused, "the API must not be stricter than the client's limits")
+	assert.Zero(t, res.api.QuotaRefused, "the API must not be stricter than the client's limits")
 	assert.Greater(t, res.peakWindow, cfg.tokenLimit()-cfg.maxTokens, "and the client fills the window")
 }
 
@@ -93,7 +95,7 @@ func TestZeroMarginIsExact(t *testing.T) {
 // client 10% above the quota is refused; the demo proves something.
 func TestTooFastClientGets429s(t *testing.T) {
 	res, _, out := simulate(t, "-margin", "-10", "-jobs", "200", "-overload-for", "0")
-	assert.Positive(t, res.api.quotaRefused, "the API must not be more lenient than the client's limits")
+	assert.Positive(t, res.api.QuotaRefused, "the API must not be more lenient than the client's limits")
 	assert.Equal(t, 200, res.done, "429s are retried after Retry-After")
 	assert.NotContains(t, out, "429s, quota      0 ")
 }
@@ -106,7 +108,7 @@ func TestSettlingUsesTheQuota(t *testing.T) {
 	assert.GreaterOrEqual(t, settled.quotaUsed, 0.95)
 	assert.Less(t, kept.quotaUsed, 0.9)
 	assert.Zero(t, kept.transport.Settled)
-	assert.Zero(t, kept.api.quotaRefused)
+	assert.Zero(t, kept.api.QuotaRefused)
 	assert.Contains(t, out, "never settles it")
 }
 
@@ -117,12 +119,12 @@ func TestALongerOverloadIsAbsorbed(t *testing.T) {
 	res, cfg, _ := simulate(t, "-jobs", "300", "-overload-at", "4s", "-overload-for", "6s", "-overload-retry-after", "2s")
 	a := res.api
 	assert.Equal(t, 300, res.done)
-	assert.Zero(t, a.quotaRefused)
-	assert.Equal(t, a.overloadRefused, a.retriedInTime)
-	assert.Zero(t, a.neverRetried)
+	assert.Zero(t, a.QuotaRefused)
+	assert.Equal(t, a.OverloadRefused, a.RetriedInTime)
+	assert.Zero(t, a.NeverRetried)
 	assert.Positive(t, res.transport.Pauses)
-	assert.LessOrEqual(t, a.overloadRefused, 3*(6/2+1), "a few per Retry-After: the pause stops the others")
-	assert.Less(t, a.overloadRefused, cfg.concurrency)
+	assert.LessOrEqual(t, a.OverloadRefused, 3*(6/2+1), "a few per Retry-After: the pause stops the others")
+	assert.Less(t, a.OverloadRefused, cfg.concurrency)
 }
 
 // TestOnLoopback runs the command itself, with flags that make it quick,
@@ -143,7 +145,7 @@ func TestProgressOnATerminalRedrawsOneLine(t *testing.T) {
 	require.NoError(t, err)
 	var progress bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPI(cfg.apiConfig())
+		api := demoapi.New(cfg.apiConfig())
 		_, err := run(context.Background(), cfg, api, inProcess{api}, "http://api.test", newProgress(&progress, true))
 		require.NoError(t, err)
 	})

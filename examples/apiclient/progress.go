@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/internal/demoapi"
 )
 
 // progress is the live display: one line redrawn with \r on a terminal,
@@ -55,7 +56,7 @@ func (p *progress) draw(cfg config, live *liveCounts, tr *httplimit.Transport, c
 	st := conns.Stats()
 	line := fmt.Sprintf("%4d/%d jobs  429s %d  %5.1f req/s  %9s tokens/min  in flight %2d  waiting for a slot %2d  %5.1fs",
 		live.done.Load(), cfg.jobs, tr.Stats().Throttled, float64(live.done.Load())/secs,
-		grouped(int64(float64(live.tokens.Load())/secs*60)), st.InFlight, st.Waiting, secs)
+		demoapi.Grouped(int64(float64(live.tokens.Load())/secs*60)), st.InFlight, st.Waiting, secs)
 	switch {
 	case !p.terminal:
 		fmt.Fprintln(p.w, line)

@@ -2,14 +2,22 @@
 // through Redis, and prints what each got: together they stay within the
 // quota, however the work is spread between them.
 //
-//	go run ./examples/redisquota                 # starts its own redis-server
-//	go run ./examples/redisquota -addr localhost:6379
+//	go run -C examples/redisquota .                           # starts its own redis-server
+//	go run -C examples/redisquota . -addr localhost:6379
 //
 // Each worker is this program started again with -worker; it calls
 // Acquire on the shared limit from a few goroutines for the run's length
 // and reports how many permits it got. The parent reads Redis TIME before
 // and after, and prints the bound burst + rate·elapsed that the total may
 // not exceed.
+//
+//	go run -C examples/redisquota . -api                      # examples/apiclient's demo, in three processes
+//	go run -C examples/redisquota . -api -h                   # its flags (-api comes first)
+//
+// With -api it runs examples/apiclient's demo (the same local API, quotas,
+// jobs and goals; internal/demoapi) with its jobs dealt out to three client
+// processes that share the API's request and token quotas through Redis
+// (apidemo.go; each process is apiworker.go), and prints one summary.
 package main
 
 import (
@@ -21,6 +29,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +51,19 @@ var (
 const key = "redisquota:example"
 
 func main() {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "-api":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		code := apiMain(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	case len(os.Args) > 1 && os.Args[1] == "-api-worker":
+		if err := apiWork(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "redisquota -api-worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	addr := flag.String("addr", "", "Redis address (host:port); empty: start a redis-server of our own")
 	workers := flag.Int("workers", 3, "worker processes")
 	d := flag.Duration("d", 2*time.Second, "how long the workers run")

@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) {
 	// The test binary is also the workers' binary: run as one when asked.
-	if len(os.Args) > 1 && os.Args[1] == "-worker" {
+	if len(os.Args) > 1 && (os.Args[1] == "-worker" || os.Args[1] == "-api-worker") {
 		main()
 		return
 	}
