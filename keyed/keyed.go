@@ -31,8 +31,10 @@ import (
 //
 // A key whose state is back to full capacity and that nobody waits on is
 // dropped (within about 10ms of the instant it is full), so memory follows
-// the keys in use. A Limiter is safe for concurrent use. Close it when
-// done: it owns its shards' goroutines.
+// the keys in use. When every key has the same GCRA or bucket, a key's
+// state is one word, its entry 48 bytes for a string key, and its fast
+// path takes no lock (see the package doc). A Limiter is safe
+// for concurrent use. Close it when done: it owns its shards' goroutines.
 type Limiter[K comparable] struct {
 	newAlg func(K) (algorithms.Algorithm, error)
 	cfg    config
@@ -54,7 +56,11 @@ type Limiter[K comparable] struct {
 // which must return a new algorithm on every call: the Limiter owns it
 // from then on. newAlg may return different algorithms for different keys
 // (a larger quota for some users); an error it returns is returned, wrapped,
-// to the caller of the request that made the key. New starts the shards'
+// to the caller of the request that made the key. The first GCRA,
+// TokenBucket or LeakyBucket with a lock-free form that newAlg returns sets
+// the limiter's shared configuration: every key whose new algorithm has
+// the same rate and burst keeps only a cell of it (the algorithm is
+// dropped), and decides exactly alike. New starts the shards'
 // goroutines; it fails, matching ErrInvalidConfig, for a nil newAlg and
 // invalid options. Nil options are ignored.
 func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Option) (*Limiter[K], error) {
