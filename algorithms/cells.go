@@ -125,7 +125,7 @@ func (c *Cells) TryAllowAt(cell *Cell, now time.Time, cost int64) (d Decision, o
 // admitted. Safe from any goroutine.
 func (c *Cells) TryAdmitAt(cell *Cell, now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
 	for {
-		e, w, n, loaded := c.load(cell, now, true)
+		e, w, n, exact, loaded := c.load(cell, now, true)
 		if !loaded || cost < 1 || cost > e.burst {
 			return false, 0, false
 		}
@@ -137,7 +137,7 @@ func (c *Cells) TryAdmitAt(cell *Cell, now time.Time, cost int64) (ok bool, wait
 			tat := int64(w & tickMask)
 			next := max(tat, n) + inc
 			if next > n+e.tau {
-				return false, e.wait(now, tat+inc-e.tau, n), true
+				return false, e.wait(now, tat+inc-e.tau, n, exact), true
 			}
 			if cell.w.CompareAndSwap(w, w&^tickMask|uint64(next)) {
 				return true, 0, true
@@ -195,7 +195,7 @@ func (c *Cells) Refresh(cell *Cell) {
 // full, is gated, or is retired already. Owner only.
 func (c *Cells) Retire(cell *Cell, now time.Time) bool {
 	for {
-		_, w, n, ok := c.load(cell, now, false)
+		_, w, n, _, ok := c.load(cell, now, false)
 		if !ok || w&gateBit != 0 || int64(w&tickMask) > n {
 			return false
 		}
@@ -276,11 +276,12 @@ func (c *Cells) Adopt(cell *Cell, alg Algorithm, now time.Time) bool {
 // TryAllowAt, as tatCore.decide without the latest instant and receipts.
 func (c *Cells) decide(cell *Cell, at time.Time, cost int64, fast, closeGate bool) (Decision, bool) {
 	for {
-		e, w, n, ok := c.load(cell, at, fast)
+		e, w, n, _, ok := c.load(cell, at, fast)
 		if !ok || fast && w&gateBit != 0 {
 			return Decision{}, false
 		}
-		d, next := e.judge(int64(w&tickMask), n, cost)
+		var d Decision
+		next := e.judge(&d, int64(w&tickMask), n, cost)
 		nw := w
 		switch {
 		case d.Allowed:
@@ -295,48 +296,49 @@ func (c *Cells) decide(cell *Cell, at time.Time, cost int64, fast, closeGate boo
 }
 
 // load returns the current epoch, cell's word converted to it, and at in
-// its ticks. It reports ok false for a retired cell and, with fast, for an
-// instant beyond the epoch, rather than start a generation.
+// its ticks (exact unless at lies before the origin). It reports ok false
+// for a retired cell and, with fast, for an instant beyond the epoch,
+// rather than start a generation.
 //
 // The epoch is read again after the word: a word is only ever written in a
 // generation already published, so when the epoch is still the same, the
 // word's generation is the epoch's or one of the three before it, never a
 // newer one.
-func (c *Cells) load(cell *Cell, at time.Time, fast bool) (e *cellEpoch, w uint64, n int64, ok bool) {
+func (c *Cells) load(cell *Cell, at time.Time, fast bool) (e *cellEpoch, w uint64, n int64, exact, ok bool) {
 	for {
 		e = c.ep.Load()
-		n, fits := e.cellTicks(at)
+		n, exact, fits := e.cellTicks(at)
 		if !fits {
 			if fast {
-				return nil, 0, 0, false
+				return nil, 0, 0, false, false
 			}
 			c.rebase(e, at)
 			continue
 		}
 		w = cell.w.Load()
 		if w == retiredWord {
-			return nil, 0, 0, false
+			return nil, 0, 0, false, false
 		}
 		if c.ep.Load() != e {
 			continue
 		}
 		if gen(w) == e.gen&3 {
-			return e, w, n, true
+			return e, w, n, exact, true
 		}
 		cell.w.CompareAndSwap(w, e.convert(w))
 	}
 }
 
 // cellTicks returns at in ticks since e's origin (an instant before it
-// counts as the origin); fits is false when at lies nMaxNs or more beyond
-// it. Instants then stay below nMax - count ticks, and every TAT below
-// tickMask.
-func (e *cellEpoch) cellTicks(at time.Time) (n int64, fits bool) {
+// counts as the origin, and n is not exact); fits is false when at lies
+// nMaxNs or more beyond it. Instants then stay below nMax - count ticks,
+// and every TAT below tickMask.
+func (e *cellEpoch) cellTicks(at time.Time) (n int64, exact, fits bool) {
 	d := at.Sub(e.origin)
 	if d >= time.Duration(e.nMaxNs) {
-		return 0, false
+		return 0, false, false
 	}
-	return int64(max(d, 0)) * e.count, true
+	return int64(max(d, 0)) * e.count, d >= 0, true
 }
 
 // rebase publishes the generation after e, its origin half a range before

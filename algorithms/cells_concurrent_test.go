@@ -145,7 +145,7 @@ func TestRetireIsOneStepWithTheFastPath(t *testing.T) {
 	var cell algorithms.Cell
 	var phase atomic.Int64     // odd while the cell is retired
 	var retiredAt atomic.Int64 // the instant of the latest retirement
-	var passed, retirements atomic.Int64
+	var passed, retirements, looks atomic.Int64
 	done := make(chan struct{})
 	var owner sync.WaitGroup
 	owner.Go(func() {
@@ -155,6 +155,7 @@ func TestRetireIsOneStepWithTheFastPath(t *testing.T) {
 				return
 			default:
 			}
+			looks.Add(1)
 			if n := clock.Load(); c.Retire(&cell, instant(n)) {
 				retirements.Add(1)
 				retiredAt.Store(n)
@@ -171,12 +172,14 @@ func TestRetireIsOneStepWithTheFastPath(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 2))
 			for step := range 50_000 {
-				d := rng.Int64N(2000)
+				n := clock.Add(rng.Int64N(2000))
 				if step%64 == 0 {
-					d = 10_000 // the cell fills up again
-					runtime.Gosched()
+					// The cell fills up again; wait for the owner to look.
+					n = clock.Add(10_000)
+					for seen := looks.Load(); looks.Load() == seen; {
+						runtime.Gosched()
+					}
 				}
-				n := clock.Add(d)
 				before := phase.Load()
 				ok, _, _ := c.TryAdmitAt(&cell, instant(n), 1)
 				if ok {

@@ -9,7 +9,7 @@ func SlidingRing(w *SlidingWindow) int { return len(w.events) }
 // CellsFit reports whether at lies within what c's current generation
 // counts, so that the fast path can decide there.
 func CellsFit(c *Cells, at time.Time) bool {
-	_, ok := c.ep.Load().cellTicks(at)
+	_, _, ok := c.ep.Load().cellTicks(at)
 	return ok
 }
 
