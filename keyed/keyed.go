@@ -33,8 +33,8 @@ import (
 // dropped (within about 10ms of the instant it is full), so memory follows
 // the keys in use. When every key has the same GCRA or bucket, a key's
 // state is one word, its entry 48 bytes for a string key, and its fast
-// path takes no lock (see the package doc). A Limiter is safe
-// for concurrent use. Close it when done: it owns its shards' goroutines.
+// path takes no lock (see the package doc). A Limiter is safe for
+// concurrent use. Close it when done: it owns its shards' goroutines.
 type Limiter[K comparable] struct {
 	newAlg func(K) (algorithms.Algorithm, error)
 	cfg    config

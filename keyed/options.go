@@ -16,7 +16,7 @@ type config struct {
 	maxWait  time.Duration // < 0: no limit
 	maxQueue int           // <= 0: no limit
 	idle     time.Duration // how long a key stays full before it is dropped
-	retired  func(e any)   // tests: called by the owner right after it retires a cell to drop its key
+	retired  func(e any)   // tests only (export_test.go): called right after the owner retires a cell
 }
 
 func defaults() config {

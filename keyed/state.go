@@ -154,9 +154,8 @@ func (s *shard[K]) clone(e *entry[K]) (algorithms.Algorithm, bool) {
 // refreshCells converts every cell of the shard to the generation of its
 // cells that has just started, so that none is ever three generations
 // behind (see algorithms.Cells). O(live keys), under the write lock, once
-// per generation: at most once per second of the clock for the rates with
-// the finest ticks, and never in practice for the others (a generation
-// lasts decades at 100 per minute).
+// per generation: about every half second for the rates with the finest
+// ticks (2^30 per ns), every eighteen years at 100 per minute.
 func (s *shard[K]) refreshCells(c *algorithms.Cells, gen uint64) {
 	s.mu.Lock()
 	s.each(func(e *entry[K]) {
