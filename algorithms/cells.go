@@ -19,34 +19,36 @@ import (
 // reopens it). Two things differ:
 //
 //   - A cell keeps no latest instant of its own (a GCRA keeps one, 8 bytes
-//     more): an instant earlier than one a cell decided at is decided at
-//     itself, where a GCRA counts it as the latest instant it saw. That is
-//     never more permissive: every decision for a cost from 1 to the burst
-//     leaves the TAT beyond its instant, so an earlier instant finds the same
-//     TAT and a smaller allowance. No decision names a RetryAt or ResetAt
-//     before its own instant, and the bound burst + floor(rate·d) holds over
-//     the instants decided at.
+//     more): an instant earlier than one a cell decided a cost at is decided
+//     at itself, where a GCRA counts it as the latest instant it saw. That
+//     is never more permissive than deciding at the later instant: every
+//     decision for a cost from 1 to the burst leaves the TAT beyond its
+//     instant, so an earlier instant finds the same TAT and a smaller
+//     allowance. No decision names a RetryAt or ResetAt before its own
+//     instant, and the bound burst + floor(rate·d) holds over the instants
+//     decided at, in whatever order they come.
 //   - Decisions carry no Receipt: cells do not refund or settle.
 //
 // The word is a GCRA's one-word form (gate bit, 2-bit generation, the
 // theoretical arrival time in ticks of 1/count ns since the origin). The
 // origin moves forward when an instant lies further from it than the word
-// can count (a rebase: at least a second of ticks, decades at most rates),
-// and each rebase starts a new generation. A cell last written in one of the
-// three generations before the current one is converted, exactly, when it is
-// next touched; one older than that would be misread. So the owner of the
-// cells, which alone starts generations (Advance, AllowAt and
-// AllowOrCloseAt may; the methods for any goroutine give up instead and
-// report the gate closed), calls Refresh on every cell it keeps whenever
-// Generation changes, before three more generations can start. Package
-// keyed does, on its shard's owner goroutine.
+// can count (a rebase: a generation counts at least two seconds, decades at
+// most rates), and each rebase starts a new generation. A cell last written
+// in one of the three generations before the current one is converted,
+// exactly, when it is next touched; one older than that would be misread.
+// So the owner of the cells, which alone starts generations (Advance,
+// AllowAt, AllowOrCloseAt and Retire may; the methods for any goroutine give
+// up instead and report the gate closed), calls Refresh on every cell it
+// keeps whenever Generation changes, before three more generations can
+// start. Package keyed does, on its shard's owner goroutine.
 //
 // The zero Cell is full, at capacity, in every generation. A Cell must not
 // be copied once in use.
 //
 // TryAllowAt, TryAdmitAt, Retired, Rate, Capacity and Generation are safe
-// for concurrent use from any goroutine; the other methods are for the
-// single owner of the cells, and are safe beside those.
+// for concurrent use from any goroutine, and so is Adopt on a cell nobody
+// else uses yet; the other methods are for the single owner of the cells,
+// and are safe beside those.
 type Cells struct {
 	cfg tatConfig
 	ep  atomic.Pointer[cellEpoch]

@@ -34,6 +34,16 @@ func cellRate(rng *rand.Rand) algorithms.Rate {
 	return randomRate(rng)
 }
 
+// randomCells returns cells of a random rate and capacity.
+func randomCells(t *testing.T, rng *rand.Rand, seed string) (*algorithms.Cells, algorithms.Rate, int64) {
+	rate, capacity := cellRate(rng), randomCapacity(rng)
+	c, err := algorithms.NewCells(rate, capacity)
+	if err != nil {
+		t.Fatalf("%s: NewCells(%v, %d): %v", seed, rate, capacity, err)
+	}
+	return c, rate, capacity
+}
+
 // cellTwin is one cell and the GCRA it must decide as.
 type cellTwin struct {
 	cell    algorithms.Cell
@@ -91,23 +101,18 @@ func (h *cellsHarness) step(tw *cellTwin, n, cost int64) (d algorithms.Decision)
 	at := instant(n)
 	gen := h.c.Generation()
 	switch op := h.rng.IntN(20); {
-	case op < 5:
+	case op < 8: // the owner's
 		h.owner(at, false)
-		got, want := h.c.AllowAt(&tw.cell, at, cost), tw.g.AllowAt(at, cost)
+		name, got, want := "AllowAt", algorithms.Decision{}, algorithms.Decision{}
+		if op < 5 {
+			got, want = h.c.AllowAt(&tw.cell, at, cost), tw.g.AllowAt(at, cost)
+		} else {
+			name, got, want = "AllowOrCloseAt", h.c.AllowOrCloseAt(&tw.cell, at, cost), tw.g.AllowOrCloseAt(at, cost)
+			tw.gated = tw.gated || !got.Allowed && !got.RetryAt.IsZero()
+		}
 		h.touched(tw, gen)
 		if !sameDecision(got, want) {
-			h.fail("AllowAt(t0%+dns, %d) = %s, GCRA %s", n, cost, showDecision(got), showDecision(want))
-		}
-		d = got
-	case op < 8:
-		h.owner(at, false)
-		got, want := h.c.AllowOrCloseAt(&tw.cell, at, cost), tw.g.AllowOrCloseAt(at, cost)
-		h.touched(tw, gen)
-		if !sameDecision(got, want) {
-			h.fail("AllowOrCloseAt(t0%+dns, %d) = %s, GCRA %s", n, cost, showDecision(got), showDecision(want))
-		}
-		if !got.Allowed && !got.RetryAt.IsZero() {
-			tw.gated = true
+			h.fail("%s(t0%+dns, %d) = %s, GCRA %s", name, n, cost, showDecision(got), showDecision(want))
 		}
 		d = got
 	case op < 12:
@@ -209,11 +214,7 @@ func TestPropertyCellsDecideAsGCRA(t *testing.T) {
 	var behind [4]int
 	for run := range uint64(propertyRuns) {
 		rng, seed := seeded(t.Name(), run)
-		rate, capacity := cellRate(rng), randomCapacity(rng)
-		c, err := algorithms.NewCells(rate, capacity)
-		if err != nil {
-			t.Fatalf("%s: NewCells(%v, %d): %v", seed, rate, capacity, err)
-		}
+		c, rate, capacity := randomCells(t, rng, seed)
 		h := &cellsHarness{t: t, label: fmt.Sprintf("%s\nCells(%v, %d)", seed, rate, capacity), c: c, rng: rng}
 		for range 1 + rng.IntN(4) {
 			g, _ := algorithms.NewGCRA(rate, capacity)
@@ -306,11 +307,7 @@ func TestPropertyCellsDecideAtTheirInstant(t *testing.T) {
 	t.Parallel()
 	for run := range uint64(propertyRuns) {
 		rng, seed := seeded(t.Name(), run)
-		rate, capacity := cellRate(rng), randomCapacity(rng)
-		c, err := algorithms.NewCells(rate, capacity)
-		if err != nil {
-			t.Fatalf("%s: NewCells(%v, %d): %v", seed, rate, capacity, err)
-		}
+		c, rate, capacity := randomCells(t, rng, seed)
 		span := int64(algorithms.CellsSpan(c))
 		var cell algorithms.Cell
 		ref := newRefTAT(rate, capacity)
@@ -483,4 +480,26 @@ func TestACellInUseNeverLooksRetired(t *testing.T) {
 			t.Fatalf("a gated cell was retired")
 		}
 	}
+}
+
+func ExampleCells() {
+	// 100 per minute with bursts of 100, for every key: one word each.
+	cells, err := algorithms.NewCells(algorithms.PerMinute(100), 100)
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC)
+	cells.Advance(now) // the owner keeps the origin within reach of its clock
+	keys := map[string]*algorithms.Cell{"alice": new(algorithms.Cell), "bob": new(algorithms.Cell)}
+
+	d := cells.AllowAt(keys["alice"], now, 60)
+	fmt.Println(d.Allowed, d.Remaining, "left; full again in", d.ResetAt.Sub(now))
+	ok, wait, _ := cells.TryAdmitAt(keys["alice"], now, 60) // from any goroutine
+	fmt.Println(ok, "retry in", wait)
+	d = cells.AllowAt(keys["bob"], now, 100)
+	fmt.Println(d.Allowed, d.Remaining, "left")
+	// Output:
+	// true 40 left; full again in 36s
+	// false retry in 12s
+	// true 0 left
 }

@@ -93,7 +93,12 @@ func (s *shard[K]) template(e *entry[K]) algorithms.Algorithm {
 	return e.alg()
 }
 
-func (s *shard[K]) capacity(e *entry[K]) int64 { return s.template(e).Capacity() }
+func (s *shard[K]) capacity(e *entry[K]) int64 {
+	if e.isCell() {
+		return s.cells().Capacity()
+	}
+	return e.alg().Capacity()
+}
 
 // allow decides for cost units of e at at, the owner's decision; with
 // closeGate, a denial that waiting can cure also closes the fast path.
