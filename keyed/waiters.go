@@ -90,9 +90,9 @@ func (w *waiters[K]) dropped() {
 	w.applied = false
 }
 
-// rebuild replays the queue on shadow, a fresh copy of the state, by the rule the
-// scheduler grants with: O(waiters of the key), only after a cancellation
-// or for the first prediction of a busy spell.
+// rebuild replays the queue on shadow, a fresh copy of the state, by the
+// rule the scheduler grants with: O(waiters of the key), only after a
+// cancellation or for the first prediction of a busy spell.
 func (w *waiters[K]) rebuild(s *shard[K], shadow algorithms.Algorithm, now int64) {
 	w.shadow = shadow
 	w.shadowLast, w.applied = w.q.Last(), false
