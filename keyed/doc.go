@@ -21,8 +21,8 @@
 // makes), a key's whole state is one atomic word of 8 bytes, an
 // algorithms.Cell decided against a rate, a burst and an origin its shard
 // keeps for all of them: a live key costs its 48-byte entry (for a string
-// key) and its slots in the shard's table and heap (docs/http.md has the
-// measured total). Keys whose algorithm differs keep it.
+// key) and its slots in the shard's table and heap (docs/benchmarks.md has
+// the measured total). Keys whose algorithm differs keep it.
 //
 // When a key has nobody waiting, TryAcquire and an Acquire that need not
 // wait decide on the caller's goroutine, never with a message to the
