@@ -10,6 +10,8 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -67,4 +69,12 @@ func rateTokensAndConcurrency(ctx context.Context, jobs []job, call func(context
 	return err
 }
 
-var _, _ = pictureInThirtySeconds, rateTokensAndConcurrency
+func limitPerClient(mux *http.ServeMux) {
+	perIP, _ := keyed.New(func(string) (algorithms.Algorithm, error) { return algorithms.NewGCRA(algorithms.PerMinute(100), 100) })
+	defer perIP.Close()
+	byIP, _ := httplimit.KeyByIP() // behind a proxy: httplimit.KeyByIP(httplimit.TrustProxies("10.0.0.0/8"))
+	handler := httplimit.Middleware(perIP, byIP)(mux)
+	http.ListenAndServe(":8080", handler) // 429 + Retry-After + RateLimit-Policy/RateLimit fields beyond 100/min per IP
+}
+
+var _, _, _ = pictureInThirtySeconds, rateTokensAndConcurrency, limitPerClient

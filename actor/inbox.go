@@ -73,6 +73,15 @@ func (r *runtime) sendCancel(c *call) {
 	r.wakeIfAsleep()
 }
 
+// poke tells the owner that something it decided on changed outside the
+// inbox (units came back to a pool), and wakes it if it sleeps. The owner
+// clears the flag before it decides and reads it before it parks, so a
+// change it decided without is never slept on.
+func (r *runtime) poke() {
+	r.poked.Store(true)
+	r.wakeIfAsleep()
+}
+
 // wakeIfAsleep wakes the owner if it sleeps, after something was pushed.
 func (r *runtime) wakeIfAsleep() {
 	if r.sleep.Load() != awake {
@@ -88,8 +97,10 @@ func (r *runtime) kick() {
 	}
 }
 
-// pending reports whether there is anything for the owner to take.
-func (r *runtime) pending() bool { return r.inbox.Load() != nil || r.cancels.Load() != nil }
+// pending reports whether there is anything for the owner to take or look at.
+func (r *runtime) pending() bool {
+	return r.inbox.Load() != nil || r.cancels.Load() != nil || r.poked.Load()
+}
 
 // Values of runtime.sleep.
 const (
@@ -104,8 +115,11 @@ func (r *runtime) park(timerC <-chan time.Time) {
 	if r.armed {
 		s = asleepTimed
 	}
+	if h := r.hookPk.Load(); h != nil {
+		(*h)(r.queueLen())
+	}
 	r.sleep.Store(s)
-	if r.pending() { // pushed before the store: its caller may not wake us
+	if r.pending() { // pushed (or poked) before the store: its caller may not wake us
 		r.sleep.Store(awake)
 		return
 	}

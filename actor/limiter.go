@@ -139,11 +139,13 @@ func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permi
 }
 
 // TryAcquire returns a permit for cost units if they are available now and
-// nobody is waiting; it never waits. A refusal is a *permits.RateLimitError
-// whose RetryAfter is exact when nobody waits (the algorithm's RetryAt) and,
-// while others wait, the time until the owner's prediction for a newcomer
-// (at least the head's wait), given without asking the owner; with lanes, a
-// lower bound on the queue being empty (see Lane.TryAcquire).
+// nobody is waiting; it never waits. A refusal matches
+// permits.ErrRateLimited, and permits.RetryAfter (or errors.As, which finds
+// a *permits.RateLimitError in it) tells its RetryAfter: exact when nobody
+// waits (the algorithm's RetryAt) and, while others wait, the time until the
+// owner's prediction for a newcomer (at least the head's wait), given
+// without asking the owner; with lanes, a lower bound on the queue being
+// empty (see Lane.TryAcquire).
 func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) { return l.tryAcquire(cost, nil) }
 
 func (l *Limiter) tryAcquire(cost int64, ln *Lane) (permits.Permit, error) {
@@ -155,10 +157,10 @@ func (l *Limiter) tryAcquire(cost int64, ln *Lane) (permits.Permit, error) {
 		if ok {
 			return permits.NewPermit(cost, nil, nil), nil
 		}
-		return permits.Permit{}, &permits.RateLimitError{RetryAfter: max(wait, 1)}
+		return permits.Permit{}, permits.RetryLater(wait)
 	}
 	if wait, behind := l.behind(); behind {
-		return permits.Permit{}, &permits.RateLimitError{RetryAfter: wait}
+		return permits.Permit{}, permits.RetryLater(wait)
 	}
 	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false)
 	c.lane = ln
@@ -179,10 +181,10 @@ func (l *Limiter) tryAcquireGrant(cost int64, ln *Lane) (permits.Grant, error) {
 		if d.Allowed {
 			return l.newGrant(cost, now, false, d.Receipt), nil
 		}
-		return permits.Grant{}, &permits.RateLimitError{RetryAfter: max(d.RetryAt.Sub(now), 1)}
+		return permits.Grant{}, permits.RetryLater(d.RetryAt.Sub(now))
 	}
 	if wait, behind := l.behind(); behind {
-		return permits.Grant{}, &permits.RateLimitError{RetryAfter: wait}
+		return permits.Grant{}, permits.RetryLater(wait)
 	}
 	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true)
 	c.lane = ln
@@ -246,8 +248,14 @@ func (l *Limiter) behind() (time.Duration, bool) {
 	if l.rt.state.Load() != stWaiting {
 		return 0, false
 	}
+	wait := time.Duration(l.rt.tail.Load() - l.rt.stamp())
+	if wait <= 0 {
+		// The owner's word is out of date: its timer is due (the head's
+		// turn, the end of a pause) and it has not run yet. Ask it.
+		return 0, false
+	}
 	l.rt.rejected.add(1)
-	return max(time.Duration(l.rt.tail.Load()-l.rt.stamp()), 1), true
+	return wait, true
 }
 
 // arrival is the caller's arrival stamp: the fast path's clock reading if it

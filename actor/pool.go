@@ -163,9 +163,9 @@ func (p *Pool) ReleasePermit(pm permits.Permit) {
 		panic("actor: Pool released more units than it holds")
 	}
 	if w&poolGate != 0 {
-		// Someone waits: wake the owner to grant the head. The units are
-		// already back; the wake-up carries nothing.
-		p.rt.wakeIfAsleep()
+		// Someone waits: the owner must decide on the head again. The
+		// units are already back; the poke carries nothing.
+		p.rt.poke()
 	}
 	if t := pm.Token(); t != nil {
 		p.tokens.Put(t)

@@ -47,10 +47,12 @@ type runtime struct {
 	// the fast path must not pass them) or stWaiting (waiters queued:
 	// refuse at once, with RetryAfter from tail). sleep says whether the
 	// owner is awake, parked, or parked with its timer armed (inbox.go).
-	state atomic.Int32
-	sleep atomic.Int32
-	tail  atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
-	_     [48]byte
+	state  atomic.Int32
+	sleep  atomic.Int32
+	poked  atomic.Bool  // a change the owner must look at that the inbox does not carry (a pool's release)
+	tail   atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
+	_      [40]byte
+	hookPk atomic.Pointer[func(queued int)] // tests: called by the owner before it parks
 
 	granted, rejected, canceled counter
 	waiting                     atomic.Int64 // Acquires sent whose callers have not returned
@@ -282,6 +284,9 @@ func (r *runtime) loop() {
 		// inbox empty also finds the owner busy, and stays off the state
 		// the owner is about to decide on.
 		r.state.Store(stBusy)
+		if r.poked.Load() {
+			r.poked.Store(false) // before deciding: a later poke is seen at the next park
+		}
 		if r.closed.Load() {
 			r.shutdown()
 			return
@@ -313,8 +318,9 @@ func (r *runtime) handle(c *call, now int64) {
 	switch c.op {
 	case opRefund:
 		s := stRefused
-		if r.pol.(refunder).refund(now, c.extra.rc) {
-			r.forget() // predictions no longer match the state
+		at := r.changing()
+		if r.pol.(refunder).refund(at, c.extra.rc) {
+			r.changed(at) // the head may fit sooner
 			s = stGranted
 		}
 		r.reply(c, s, 0)
@@ -339,6 +345,15 @@ func (r *runtime) cancel(c *call) {
 }
 
 func (r *runtime) admit(c *call, now int64) {
+	if t, ok := r.pol.(tuner); ok {
+		// The caller checked the cost against the capacity it read; a
+		// SetBurst (or a window's new limit) handled just before this
+		// request may have lowered it since.
+		if capacity := t.capacity(); c.node.Cost > capacity {
+			r.reply(c, stTooLarge, capacity)
+			return
+		}
+	}
 	try := c.op == opTry
 	at := now
 	if c.arrival != ownerStamp {

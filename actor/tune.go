@@ -114,12 +114,13 @@ func (l *Limiter) Settle(g permits.Grant, actual int64) error {
 var _ permits.Settler = (*Limiter)(nil)
 
 // control applies a tuning request on the owner: a new rate or burst, a
-// pause, a settlement. Each changes what the queue may be granted, so the
-// owner re-times its head and forgets its predictions; the loop's schedule
-// then grants what is due and re-arms the timer.
-func (r *runtime) control(c *call, now int64) {
+// pause, a settlement. Each changes what the queue may be granted (see
+// changing); the loop's schedule then grants what is due and re-arms the
+// timer.
+func (r *runtime) control(c *call, _ int64) {
 	x := c.extra
 	s := stGranted
+	now := r.changing()
 	switch c.op {
 	case opTune:
 		x.err = r.pol.(tuner).tune(now, x.rate, x.burst)
@@ -136,8 +137,28 @@ func (r *runtime) control(c *call, now int64) {
 			s = stRefused
 		}
 	}
-	r.retimed()
+	r.changed(now)
 	r.reply(c, s, 0)
+}
+
+// changing and changed frame a change of what the queue may be granted (a
+// refund, a new rate or burst, a pause, a settlement). changing reads the
+// clock afresh, not the batch's reading: a lock-free decision that started
+// before the owner published busy may have decided after the batch's
+// instant, and a refund must come after every instant decided (the refund
+// rule). It first grants what was due by then, as it was due. changed then
+// re-times the head from that instant and never before it (what the change
+// frees was not there earlier), and forgets the predictions.
+func (r *runtime) changing() int64 {
+	at := r.now()
+	r.expiry.expire(at, r)
+	r.grantDue(at)
+	return at
+}
+
+func (r *runtime) changed(at int64) {
+	r.hold(at)
+	r.retimed()
 }
 
 // failTooLarge fails the waiters whose cost no longer fits the capacity.

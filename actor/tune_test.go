@@ -235,3 +235,61 @@ func TestDoWithMaxWait(t *testing.T) {
 		assert.NotErrorIs(t, err, context.DeadlineExceeded)
 	})
 }
+
+// TestMaxWaitZeroTakesAFreePermit: a bound of zero means "free at once",
+// and a free permit is granted; it used to build a context that was done
+// before the limiter looked, so nothing was ever granted.
+func TestMaxWaitZeroTakesAFreePermit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := actor.New(gcra(t, algorithms.PerSecond(10), 2))
+		defer l.Close()
+		_, err := permits.MaxWait(l, 0).Acquire(context.Background(), 1)
+		assert.NoError(t, err, "MaxWait(l, 0) with a free unit")
+		err = permits.Do(context.Background(), l, 1, func(context.Context) error { return nil }, permits.WithMaxWait(0))
+		assert.NoError(t, err, "Do with WithMaxWait(0) and a free unit")
+		_, err = permits.MaxWait(l, 0).Acquire(context.Background(), 1)
+		d, ok := permits.RetryAfter(err)
+		assert.True(t, ok, "nothing free: a refusal with RetryAfter, got %v", err)
+		assert.Equal(t, 100*time.Millisecond, d)
+		g, err := permits.MaxWait(l, 0).(permits.Refunder).AcquireGrant(context.Background(), 1)
+		assert.ErrorIs(t, err, permits.ErrRateLimited)
+		assert.Zero(t, g)
+	})
+}
+
+// TestMaxWaitKeepsTheCallersEarlierDeadline: when the caller's own deadline
+// comes before the bound, a refusal still says it was the deadline
+// (context.DeadlineExceeded), as the limiter alone says it.
+func TestMaxWaitKeepsTheCallersEarlierDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := actor.New(gcra(t, algorithms.PerSecond(1), 1))
+		defer l.Close()
+		require.True(t, l.Allow())
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := permits.MaxWait(l, 10*time.Second).Acquire(ctx, 1)
+		assert.ErrorIs(t, err, permits.ErrRateLimited)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "the caller's deadline, not the bound, refused it")
+		d, _ := permits.RetryAfter(err)
+		assert.Equal(t, time.Second, d)
+	})
+}
+
+// TestTryAcquireAtTheEndOfAPause: at the very instant a pause ends, a
+// TryAcquire may run before the owner has woken to reopen the fast path; it
+// used to be refused with "retry after 1ns" from the state the owner had
+// published. An out-of-date word now sends it to the owner.
+func TestTryAcquireAtTheEndOfAPause(t *testing.T) {
+	for range 20 { // either goroutine may run first at that instant
+		synctest.Test(t, func(t *testing.T) {
+			l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+			defer l.Close()
+			require.NoError(t, l.Pause(time.Now().Add(time.Second)))
+			_, err := l.TryAcquire(1)
+			require.ErrorIs(t, err, permits.ErrRateLimited, "paused")
+			time.Sleep(time.Second)
+			_, err = l.TryAcquire(1)
+			assert.NoError(t, err, "the pause is over")
+		})
+	}
+}

@@ -84,15 +84,6 @@ func (r *runtime) retimed() {
 	r.lanes.forget()
 }
 
-// forget is told that a refund gave capacity back: the predictions no
-// longer match the state. The head keeps its instant.
-func (r *runtime) forget() {
-	r.pol.removed()
-	if r.lanes != nil {
-		r.lanes.forget()
-	}
-}
-
 // popAny removes and returns a waiter, or nil: for Close.
 func (r *runtime) popAny() *call {
 	if r.lanes == nil {

@@ -83,8 +83,11 @@ type Gated interface {
 // actual units, once (a settled receipt refunds nothing more): less than
 // admitted gives the difference back by the refund rule (Refunder), more is
 // charged as debt, so that later admissions wait for it. It reports false,
-// changing nothing, for a receipt settled or refunded before. Every
-// algorithm in this package implements it. Owner only.
+// changing nothing, for a receipt settled or refunded before, for as long
+// as the algorithm remembers it: GCRA and the buckets forget a receipt once
+// its slot lies in the past (a refund could give nothing back then), so a
+// second settle above the cost long after the first charges again. Settle
+// a receipt once. Every algorithm in this package implements it. Owner only.
 type Settler interface {
 	SettleAt(now time.Time, r Receipt, actual int64) bool
 }

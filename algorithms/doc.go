@@ -37,6 +37,11 @@
 // up to 2^30 units per period (LockFree says which), so a limiter's fast
 // path decides with one compare-and-swap from any goroutine.
 //
+// Cells (NewCells(rate, burst)) is that one-word form for many keys of
+// one configuration, as a limiter per key keeps them: each key's whole
+// state is a Cell of 8 bytes, decided exactly as a GCRA against the rate,
+// the burst and an origin the Cells keeps for all of them.
+//
 // The algorithms are not safe for concurrent use beyond their Gated
 // methods: package actor owns one per limiter and serialises the calls.
 // How each decides, when to pick which, and the edges (the fixed window's

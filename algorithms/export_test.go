@@ -1,5 +1,17 @@
 package algorithms
 
+import "time"
+
 // SlidingRing returns the number of entries w's ring can hold, for tests of
 // its memory.
 func SlidingRing(w *SlidingWindow) int { return len(w.events) }
+
+// CellsFit reports whether at lies within what c's current generation
+// counts, so that the fast path can decide there.
+func CellsFit(c *Cells, at time.Time) bool {
+	_, _, ok := c.ep.Load().cellTicks(at)
+	return ok
+}
+
+// CellsSpan returns how far past its origin a generation of c counts.
+func CellsSpan(c *Cells) time.Duration { return time.Duration(c.cfg.nMaxNs) }

@@ -40,6 +40,7 @@ type fwConfig struct {
 	cb      uint  // bits of the count in the word
 	word    bool  // the state is one word
 	idxMax  int64 // window numbers since the epoch's base stay below it
+	dMax    int64 // idxMax·window: instants since the base stay below it
 	version int64 // SetRateAt calls so far: receipts of another version give nothing back
 }
 
@@ -80,6 +81,7 @@ func newFWConfig(limit Rate, version int64) (fwConfig, error) {
 	} else {
 		cfg.idxMax = (1 << 62) / cfg.window
 	}
+	cfg.dMax = cfg.idxMax * cfg.window // at most 2^62
 	return cfg, nil
 }
 
@@ -116,20 +118,24 @@ func (w *FixedWindow) Clone() Algorithm {
 
 // AllowAt decides for cost units at now. Owner only.
 func (w *FixedWindow) AllowAt(now time.Time, cost int64) Decision {
-	d, _ := w.decide(now, cost, false, false)
+	var d Decision
+	w.decide(&d, now, cost, false, false)
 	return d
 }
 
 // TryAllowAt decides for cost units at now while the gate is open. Safe
 // from any goroutine; the gate is always closed when !LockFree().
 func (w *FixedWindow) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
-	return w.decide(now, cost, true, false)
+	var d Decision
+	ok := w.decide(&d, now, cost, true, false)
+	return d, ok
 }
 
 // AllowOrCloseAt decides like AllowAt and closes the gate on a denial that
 // waiting can cure. Owner only.
 func (w *FixedWindow) AllowOrCloseAt(now time.Time, cost int64) Decision {
-	d, _ := w.decide(now, cost, false, true)
+	var d Decision
+	w.decide(&d, now, cost, false, true)
 	return d
 }
 
@@ -150,7 +156,7 @@ func (w *FixedWindow) OpenGate() {
 // as the stored window: never more permissive.
 func (w *FixedWindow) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
 	for {
-		e, s, d, loaded := w.load(now, true)
+		e, s, d, _, loaded := w.load(now, true)
 		if !loaded || !e.word || s&gateBit != 0 || cost < 1 || cost > e.limit {
 			return false, 0, false
 		}
@@ -190,6 +196,15 @@ func (w *FixedWindow) store(e *fwEpoch, s uint64, idx, count int64, gate bool) b
 	return n == s || w.state.CompareAndSwap(s, n)
 }
 
+// seen returns the instant a decision at at was made at: at itself when
+// exact, or the latest instant seen, d.
+func (e *fwEpoch) seen(at time.Time, d int64, exact bool) time.Time {
+	if exact {
+		return at
+	}
+	return e.base.Add(time.Duration(d))
+}
+
 // current returns the window instant d (ns since the base) falls in, and
 // the count that applies there: the stored count in the stored window (or
 // an earlier instant), none in a later window.
@@ -201,24 +216,29 @@ func (e *fwEpoch) current(idx, count, d int64) (int64, int64) {
 }
 
 // load returns a consistent epoch and word, and at in ns since the base
-// (not before the latest instant recorded), starting a new generation when
+// (not before the latest instant recorded; exact when it is at itself),
+// starting a new generation when
 // at lies beyond the windows the word can number (or is the first instant).
 // With fast set it gives up (ok false) rather than wait for a generation
 // another goroutine is publishing.
-func (w *FixedWindow) load(at time.Time, fast bool) (e *fwEpoch, s uint64, d int64, ok bool) {
+func (w *FixedWindow) load(at time.Time, fast bool) (e *fwEpoch, s uint64, d int64, exact, ok bool) {
 	for {
 		e = w.ep.Load()
 		s = w.state.Load()
 		if e.word && gen(s) != e.gen&3 {
 			if fast {
-				return nil, 0, 0, false
+				return nil, 0, 0, false, false
 			}
 			runtime.Gosched()
 			continue
 		}
-		d = max(int64(at.Sub(e.base)), e.last.Load())
-		if e.started && d/e.window < e.idxMax {
-			return e, s, d, true
+		d = int64(at.Sub(e.base))
+		exact = true
+		if last := e.last.Load(); last > d {
+			d, exact = last, false
+		}
+		if e.started && d < e.dMax {
+			return e, s, d, exact, true
 		}
 		// A window the word cannot number (or at is centuries on, or the
 		// first instant): the stored window is long over, so the new
@@ -232,23 +252,22 @@ func (w *FixedWindow) load(at time.Time, fast bool) (e *fwEpoch, s uint64, d int
 		if w.state.CompareAndSwap(s, s&gateBit|(next.gen&3)<<genShift) {
 			w.ep.Store(next)
 		} else if fast {
-			return nil, 0, 0, false
+			return nil, 0, 0, false, false
 		}
 	}
 }
 
-func (w *FixedWindow) decide(at time.Time, cost int64, fast, closeGate bool) (Decision, bool) {
+func (w *FixedWindow) decide(dec *Decision, at time.Time, cost int64, fast, closeGate bool) bool {
 	for {
 		refunds := w.refunds.Load() // before deciding, as tatCore.decide reads given
-		e, s, d, ok := w.load(at, fast)
+		e, s, d, exact, ok := w.load(at, fast)
 		if !ok || fast && (!e.word || s&gateBit != 0) {
-			return Decision{}, false
+			*dec = Decision{}
+			return false
 		}
 		idx, count := w.unpack(e, s)
 		cur, count := e.current(idx, count, d)
-		start := e.base.Add(time.Duration(cur * e.window))
-		next := start.Add(time.Duration(e.window))
-		var dec Decision
+		next := e.base.Add(time.Duration((cur + 1) * e.window))
 		stored := true
 		switch {
 		case cost < 1 || cost > e.limit:
@@ -256,21 +275,22 @@ func (w *FixedWindow) decide(at time.Time, cost int64, fast, closeGate bool) (De
 			if count == 0 {
 				reset = e.base.Add(time.Duration(d))
 			}
-			dec = denyNever(max(e.limit-count, 0), reset)
+			*dec = denyNever(max(e.limit-count, 0), reset)
 		case cost <= e.limit-count: // count+cost could overflow for limits near MaxInt64
-			dec = Decision{Allowed: true, Remaining: e.limit - count - cost, ResetAt: next,
-				Receipt: Receipt{At: e.base.Add(time.Duration(d)), Cost: cost, Mark: start,
+			// The receipt names its window by the window's end (Mark).
+			*dec = Decision{Allowed: true, Remaining: e.limit - count - cost, ResetAt: next,
+				Receipt: Receipt{At: e.seen(at, d, exact), Cost: cost, Mark: next,
 					Frac: e.version<<42 | (count+cost)&(1<<42-1), Seq: refunds}}
 			stored = w.store(e, s, cur, count+cost, s&gateBit != 0)
 		default:
-			dec = Decision{RetryAt: next, Remaining: max(e.limit-count, 0), ResetAt: next}
+			*dec = Decision{RetryAt: next, Remaining: max(e.limit-count, 0), ResetAt: next}
 			if closeGate {
 				stored = w.store(e, s, idx, count, true)
 			}
 		}
 		if stored {
 			saw(&e.last, d)
-			return dec, true
+			return true
 		}
 	}
 }
@@ -301,7 +321,7 @@ func (w *FixedWindow) SettleAt(now time.Time, r Receipt, actual int64) bool {
 // before give nothing back afterwards. Owner only.
 func (w *FixedWindow) SetRateAt(now time.Time, limit Rate) error {
 	for {
-		e, s, d, _ := w.load(now, false)
+		e, s, d, _, _ := w.load(now, false)
 		cfg, err := newFWConfig(limit, e.version+1)
 		if err != nil {
 			return err
@@ -345,16 +365,16 @@ func (w *FixedWindow) adjust(now time.Time, r Receipt, delta int64) (accepted, c
 		return false, false
 	}
 	for {
-		e, s, d, ok := w.load(now, false)
+		e, s, d, _, ok := w.load(now, false)
 		if !ok || r.Cost > e.limit {
 			return false, false
 		}
 		idx, count := w.unpack(e, s)
 		cur, count := e.current(idx, count, d)
-		start := e.base.Add(time.Duration(cur * e.window))
-		live := func(mark time.Time) bool { return !mark.Before(start) }
+		end := e.base.Add(time.Duration((cur + 1) * e.window))
+		live := func(mark time.Time) bool { return !mark.Before(end) }
 		next := min(max(count+delta, 0), e.limit) // a debt fills the window at most
-		if cur != idx || !r.Mark.Equal(start) || r.Frac>>42 != e.version || next == count {
+		if cur != idx || !r.Mark.Equal(end) || r.Frac>>42 != e.version || next == count {
 			w.book.record(r, live) // its window is over, or nothing to change
 			return true, false
 		}

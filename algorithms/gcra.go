@@ -50,7 +50,8 @@ func (g *GCRA) Clone() Algorithm {
 
 // AllowAt decides for cost units at now. Owner only.
 func (g *GCRA) AllowAt(now time.Time, cost int64) Decision {
-	d, _ := g.c.decide(now, cost, false, false)
+	var d Decision
+	g.c.decide(&d, now, cost, false, false)
 	return d
 }
 
@@ -62,7 +63,9 @@ func (g *GCRA) LockFree() bool { return g.c.config().word }
 // TryAllowAt decides for cost units at now while the gate is open. It is
 // safe for concurrent use with itself and with the owner's calls.
 func (g *GCRA) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
-	return g.c.decide(now, cost, true, false)
+	var d Decision
+	ok := g.c.decide(&d, now, cost, true, false)
+	return d, ok
 }
 
 // TryAdmitAt is the lean form of TryAllowAt for a limiter's fast path: it
@@ -76,7 +79,8 @@ func (g *GCRA) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.Duratio
 // AllowOrCloseAt decides for cost units at now and, when it denies a cost
 // that could be allowed later, closes the gate in the same step. Owner only.
 func (g *GCRA) AllowOrCloseAt(now time.Time, cost int64) Decision {
-	d, _ := g.c.decide(now, cost, false, true)
+	var d Decision
+	g.c.decide(&d, now, cost, false, true)
 	return d
 }
 

@@ -44,7 +44,8 @@ func (b *LeakyBucket) Clone() Algorithm {
 
 // AllowAt decides for cost units at now. Owner only.
 func (b *LeakyBucket) AllowAt(now time.Time, cost int64) Decision {
-	d, _ := b.c.decide(now, cost, false, false)
+	var d Decision
+	b.c.decide(&d, now, cost, false, false)
 	return d
 }
 
@@ -55,7 +56,9 @@ func (b *LeakyBucket) LockFree() bool { return b.c.config().word }
 // TryAllowAt decides for cost units at now while the gate is open; safe
 // from any goroutine.
 func (b *LeakyBucket) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
-	return b.c.decide(now, cost, true, false)
+	var d Decision
+	ok := b.c.decide(&d, now, cost, true, false)
+	return d, ok
 }
 
 // TryAdmitAt is the lean form of TryAllowAt (see GCRA.TryAdmitAt).
@@ -66,7 +69,8 @@ func (b *LeakyBucket) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.
 // AllowOrCloseAt decides like AllowAt and closes the gate on a denial that
 // waiting can cure. Owner only.
 func (b *LeakyBucket) AllowOrCloseAt(now time.Time, cost int64) Decision {
-	d, _ := b.c.decide(now, cost, false, true)
+	var d Decision
+	b.c.decide(&d, now, cost, false, true)
 	return d
 }
 

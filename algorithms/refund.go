@@ -45,6 +45,11 @@ func (r Receipt) IsZero() bool { return r.Cost == 0 }
 // admission can no longer give anything back, changes nothing, so a second
 // refund of one receipt is harmless. A receipt made by another algorithm is
 // not detected: a limiter that owns several checks that itself.
+//
+// now must be at least every instant decided so far, TryAdmitAt's included
+// (it does not record its instant): the rule gives back room only after now,
+// and an admission at a later instant may already stand there. A limiter
+// refunds at a fresh reading of its clock for that reason.
 type Refunder interface {
 	RefundAt(now time.Time, r Receipt) bool
 }

@@ -103,6 +103,49 @@ func TestRefundTwiceIsANoOp(t *testing.T) {
 	})
 }
 
+// TestWideReceiptsAreTheirOwn: above a unit per ns (the wide form), two
+// admissions whose TATs fall in one ns used to share a receipt, so settling
+// one made the other look settled already.
+func TestWideReceiptsAreTheirOwn(t *testing.T) {
+	g := newGCRA(t, algorithms.Rate{Count: 1<<31 + 1, Per: time.Second}, 1000)
+	if g.LockFree() {
+		t.Fatal("expected the wide form")
+	}
+	d1, d2 := g.AllowAt(t0, 1), g.AllowAt(t0, 1)
+	if !d1.Allowed || !d2.Allowed {
+		t.Fatal("denied")
+	}
+	if d1.Receipt == d2.Receipt {
+		t.Fatalf("two admissions, one receipt: %+v", d1.Receipt)
+	}
+	if !g.SettleAt(t0, d1.Receipt, 1) || !g.SettleAt(t0, d2.Receipt, 1) {
+		t.Error("each receipt settles once")
+	}
+	if g.SettleAt(t0, d2.Receipt, 1) {
+		t.Error("a receipt settled twice")
+	}
+}
+
+// TestRefundOfAHugeBurstGivesItBack: with a burst of 2^40 at 1000/s, the TAT
+// of a full burst lies beyond the instants the word counts (decades ahead),
+// and its refund used to be read as one that ended long ago.
+func TestRefundOfAHugeBurstGivesItBack(t *testing.T) {
+	g := newGCRA(t, algorithms.PerSecond(1000), 1<<40)
+	if !g.LockFree() {
+		t.Fatal("expected the one-word form")
+	}
+	d := g.AllowAt(t0, 1<<40)
+	if !d.Allowed {
+		t.Fatal("denied")
+	}
+	if !g.RefundAt(t0, d.Receipt) {
+		t.Fatal("the refund of the whole burst gave nothing back")
+	}
+	if !g.AllowAt(t0, 1<<40).Allowed {
+		t.Error("the burst did not come back")
+	}
+}
+
 // The sliding window's ResetAt follows its events after a refund: the last
 // event gone, the window is empty when the one before it leaves.
 func TestSlidingWindowResetAtAfterARefund(t *testing.T) {

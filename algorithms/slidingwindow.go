@@ -77,8 +77,9 @@ func (w *SlidingWindow) AllowAt(now time.Time, cost int64) Decision {
 	if cost <= w.limit-used { // used+cost could overflow for limits near MaxInt64
 		w.push(n, cost)
 		w.seq++
-		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: w.resetAt(),
-			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(n), Frac: w.version, Seq: w.seq}}
+		at := w.tl.time(n)
+		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: at.Add(time.Duration(w.window)),
+			Receipt: Receipt{At: at, Cost: cost, Mark: at, Frac: w.version, Seq: w.seq}}
 	}
 	// Denied: the oldest events must leave until used+cost-limit has gone.
 	// Event k leaves the window at k.at + window.

@@ -116,13 +116,28 @@ func gen(w uint64) uint64 { return w & genMask >> genShift }
 func (c *tatCore) config() *tatEpoch { return c.ep.Load() }
 
 // ticks returns at in ticks since e's origin, not before e's latest
-// instant; fits is false when at lies too far beyond the origin.
-func (e *tatEpoch) ticks(at time.Time) (n int64, fits bool) {
+// instant; exact reports that n is at itself (not the latest instant, nor
+// the origin for an at before it), and fits is false when at lies too far
+// beyond the origin.
+func (e *tatEpoch) ticks(at time.Time) (n int64, exact, fits bool) {
 	d := at.Sub(e.origin)
 	if d > time.Duration(e.nMaxNs) {
-		return 0, false
+		return 0, false, false
 	}
-	return max(int64(max(d, 0))*e.count, e.last.Load()), true
+	n = int64(max(d, 0)) * e.count
+	if last := e.last.Load(); last > n {
+		return last, false, true
+	}
+	return n, d >= 0, true
+}
+
+// seen returns the instant a decision at at was made at: at itself when
+// exact, or the instant of tick n (the latest instant seen).
+func (e *tatEpoch) seen(at time.Time, n int64, exact bool) time.Time {
+	if exact {
+		return at
+	}
+	return e.instant(n)
 }
 
 // instant returns the first instant at or after tick t.
@@ -178,25 +193,25 @@ func shiftTicks(t int64, shift time.Duration, count int64) int64 {
 // that epoch, rebasing as needed. It reports ok false when the current
 // epoch is the wide form, and, with fast set, rather than wait for a new
 // generation that another goroutine is publishing.
-func (c *tatCore) load(at time.Time, fast bool) (e *tatEpoch, w uint64, n int64, ok bool) {
+func (c *tatCore) load(at time.Time, fast bool) (e *tatEpoch, w uint64, n int64, exact, ok bool) {
 	for {
 		e = c.ep.Load()
 		if !e.word {
-			return nil, 0, 0, false
+			return nil, 0, 0, false, false
 		}
-		n, fits := e.ticks(at)
+		n, exact, fits := e.ticks(at)
 		if !fits {
 			if !c.rebase(e, at) && fast {
-				return nil, 0, 0, false
+				return nil, 0, 0, false, false
 			}
 			continue
 		}
 		w = c.state.Load()
 		if gen(w) == e.gen&3 {
-			return e, w, n, true
+			return e, w, n, exact, true
 		}
 		if fast {
-			return nil, 0, 0, false
+			return nil, 0, 0, false, false
 		}
 		runtime.Gosched() // a caller is between its two stores
 	}
@@ -211,24 +226,27 @@ func (c *tatCore) load(at time.Time, fast bool) (e *tatEpoch, w uint64, n int64,
 // latest instant seen: that instant is published only once the decision is,
 // so that the owner's next decision (at a waiter's scheduled instant, which
 // may be earlier) is not moved by callers it has shut out.
-func (c *tatCore) decide(at time.Time, cost int64, fast, closeGate bool) (Decision, bool) {
+func (c *tatCore) decide(d *Decision, at time.Time, cost int64, fast, closeGate bool) bool {
 	for {
 		// Read what refunds gave back before deciding: a receipt then never
 		// counts a refund that came before its admission as one after it.
 		given := c.given.Load()
-		e, w, n, ok := c.load(at, fast)
+		e, w, n, exact, ok := c.load(at, fast)
 		if !ok {
 			if fast || c.ep.Load().word {
-				return Decision{}, false
+				*d = Decision{}
+				return false
 			}
-			return c.wide.decide(at, cost, given), true
+			*d = c.wide.decide(at, cost, given)
+			return true
 		}
 		gate := w & gateBit
 		if fast && gate != 0 {
-			return Decision{}, false
+			*d = Decision{}
+			return false
 		}
 		tat := int64(w & tickMask)
-		d, next := e.judge(tat, n, cost)
+		next := e.judge(d, tat, n, cost)
 		nw := w
 		switch {
 		case d.Allowed:
@@ -238,36 +256,46 @@ func (c *tatCore) decide(at time.Time, cost int64, fast, closeGate bool) (Decisi
 		}
 		if nw == w || c.state.CompareAndSwap(w, nw) {
 			if d.Allowed {
-				d.Receipt = Receipt{At: e.instant(n), Cost: cost, Mark: e.origin.Add(time.Duration(next / e.count)),
-					Frac: e.version<<fracBits | next%e.count, Seq: given}
+				// The TAT after: Mark is its instant rounded up (ResetAt),
+				// Frac its ticks past the last whole ns (see markTicks).
+				frac := e.version << fracBits
+				if e.count > 1 {
+					frac |= next % e.count
+				}
+				d.Receipt = Receipt{At: e.seen(at, n, exact), Cost: cost, Mark: d.ResetAt, Frac: frac, Seq: given}
 			}
 			saw(&e.last, n)
-			return d, true
+			return true
 		}
 	}
 }
 
 // judge is the pure GCRA decision for TAT tat at instant n (ticks since e's
-// origin); next is the TAT after an allowed cost. Overflow is impossible:
-// cost <= burst, so cost·per <= tau, and n + tau < 2^61.
-func (e *tatEpoch) judge(tat, n, cost int64) (Decision, int64) {
+// origin), written to d without a receipt; it returns the TAT after an
+// allowed cost. Overflow is impossible: cost <= burst, so cost·per <= tau,
+// and n + tau < 2^61.
+func (e *tatEpoch) judge(d *Decision, tat, n, cost int64) int64 {
 	base := max(tat, n)
 	limit := n + e.tau
+	if cost >= 1 && cost <= e.burst {
+		if next := base + cost*e.per; next <= limit {
+			*d = Decision{Allowed: true, Remaining: (limit - next) / e.per, ResetAt: e.instant(next)}
+			return next
+		}
+	}
 	// The TAT may lie beyond limit when n is earlier than an instant a
 	// fast-path caller decided at (TryAdmitAt does not record its instant),
 	// or after a settled debt: nothing fits then, rather than a negative
 	// number of units.
 	remaining := max(limit-base, 0) / e.per
 	if cost < 1 || cost > e.burst {
-		return denyNever(remaining, e.instant(base)), tat
-	}
-	next := base + cost*e.per
-	if next <= limit {
-		return Decision{Allowed: true, Remaining: (limit - next) / e.per, ResetAt: e.instant(next)}, next
+		*d = denyNever(remaining, e.instant(base))
+		return tat
 	}
 	// Denied: allowed from the instant t at which tat + cost·per <= t + tau,
 	// which is after n.
-	return Decision{RetryAt: e.instant(tat + cost*e.per - e.tau), Remaining: remaining, ResetAt: e.instant(base)}, tat
+	*d = Decision{RetryAt: e.instant(tat + cost*e.per - e.tau), Remaining: remaining, ResetAt: e.instant(base)}
+	return tat
 }
 
 // tryAdmit is decide reduced to what a limiter's fast path needs: whether
@@ -278,7 +306,7 @@ func (e *tatEpoch) judge(tat, n, cost int64) (Decision, int64) {
 // itself, which for GCRA is never more permissive (the TAT already lies
 // beyond every instant decided), only possibly stricter.
 func (c *tatCore) tryAdmit(at time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
-	e, w, n, loaded := c.load(at, true)
+	e, w, n, exact, loaded := c.load(at, true)
 	if !loaded || cost < 1 || cost > e.burst {
 		return false, 0, false
 	}
@@ -290,7 +318,7 @@ func (c *tatCore) tryAdmit(at time.Time, cost int64) (ok bool, wait time.Duratio
 		tat := int64(w & tickMask)
 		next := max(tat, n) + inc
 		if next > n+e.tau {
-			return false, e.wait(at, tat+inc-e.tau, n), true
+			return false, e.wait(at, tat+inc-e.tau, n, exact), true
 		}
 		if c.state.CompareAndSwap(w, w&^tickMask|uint64(next)) {
 			return true, 0, true
@@ -302,11 +330,11 @@ func (c *tatCore) tryAdmit(at time.Time, cost int64) (ok bool, wait time.Duratio
 }
 
 // wait returns how long after at the tick retry (> n) comes, rounded up to
-// a whole ns and at least 1. When at is n itself (no later instant seen) it
-// is integer arithmetic on ticks; otherwise time.Time.Sub, which saturates
-// where int64 arithmetic would wrap for an at long before the origin.
-func (e *tatEpoch) wait(at time.Time, retry, n int64) time.Duration {
-	if d := at.Sub(e.origin); d >= 0 && int64(d)*e.count == n {
+// a whole ns and at least 1. When at is n itself (exact) it is integer
+// arithmetic on ticks; otherwise time.Time.Sub, which saturates where int64
+// arithmetic would wrap for an at long before the origin.
+func (e *tatEpoch) wait(at time.Time, retry, n int64, exact bool) time.Duration {
+	if exact {
 		return time.Duration(ceilDiv(retry-n, e.count))
 	}
 	return max(e.instant(retry).Sub(at), 1)
@@ -354,15 +382,14 @@ func (c *tatCore) refund(now time.Time, r Receipt, cost int64) bool {
 		return false
 	}
 	for {
-		e, w, n, ok := c.load(now, false)
+		e, w, n, _, ok := c.load(now, false)
 		if !ok {
 			return false // reconfigured to the wide form meanwhile: a receipt of another version
 		}
-		dm := r.Mark.Sub(e.origin)
-		if dm < 0 || dm > time.Duration(e.nMaxNs) {
-			return false // ended before the origin: long past
+		end, ok := e.markTicks(r.Mark, frac)
+		if !ok {
+			return false // ended before the origin (long past), or beyond any TAT
 		}
-		end := int64(dm)*e.count + frac
 		since := satMul(c.given.Load()-r.Seq, e.count) // ns of refunds since, in ticks, over-counted at most
 		g := min(cost*e.per, satSub(end-n, since), int64(w&tickMask)-n)
 		if g <= 0 {
@@ -373,6 +400,21 @@ func (c *tatCore) refund(now time.Time, r Receipt, cost int64) bool {
 			return true
 		}
 	}
+}
+
+// markTicks returns the TAT a receipt recorded, in ticks of e: its Mark is
+// that TAT rounded up to a whole ns, and frac its ticks past the whole ns
+// below (0 when it was whole).
+func (e *tatEpoch) markTicks(mark time.Time, frac int64) (int64, bool) {
+	dm := mark.Sub(e.origin)
+	if dm < 0 || dm > time.Duration(tickMask/e.count+1) { // the TAT is below 2^61 ticks
+		return 0, false
+	}
+	end := int64(dm) * e.count
+	if frac > 0 {
+		end -= e.count - frac
+	}
+	return end, true
 }
 
 // satMul returns a·b for a, b >= 0, saturating at MaxInt64.
@@ -386,7 +428,10 @@ func satMul(a, b int64) int64 {
 
 // charge adds extra units of debt to the TAT, as if the admission had taken
 // extra units more: later admissions wait for it. It is capped where the
-// word would overflow, decades of debt away.
+// word would overflow, 2^61 ticks past the origin: 2^61/count ns, centuries
+// at the rates users type (count is the rate's Count after reduction: 3 at
+// 30/s, 19 at 1,140,000/min), 38 minutes at 1,000,003/s, 2 s at the one-word
+// form's limit of 2^30.
 func (c *tatCore) charge(now time.Time, extra int64) {
 	e := c.ep.Load()
 	if !e.word {
@@ -394,7 +439,7 @@ func (c *tatCore) charge(now time.Time, extra int64) {
 		return
 	}
 	for {
-		e, w, n, ok := c.load(now, false)
+		e, w, n, _, ok := c.load(now, false)
 		if !ok {
 			continue // reconfigured to the wide form meanwhile
 		}
@@ -437,10 +482,14 @@ func (c *tatCore) refundAll(now time.Time, r Receipt) bool {
 }
 
 // saw records n as the latest instant seen, unless a later one already is.
+// A CAS loop, since TryAllowAt records from any goroutine: the latest
+// instant never runs back, which the refund rule relies on (it needs every
+// instant decided to be at most its own). It costs what a plain atomic
+// store costs on amd64 (both are locked instructions).
 func saw(last *atomic.Int64, n int64) {
 	for {
-		l := last.Load()
-		if n <= l || last.CompareAndSwap(l, n) {
+		cur := last.Load()
+		if n <= cur || last.CompareAndSwap(cur, n) {
 			return
 		}
 	}

@@ -21,7 +21,7 @@ func (c *tatCore) reconfigure(now time.Time, rate Rate, burst int64, what string
 		var owed *big.Int // in old ticks
 		var w uint64
 		if old.word {
-			e, word, n, ok := c.load(now, false)
+			e, word, n, _, ok := c.load(now, false)
 			if !ok {
 				old = c.ep.Load()
 				continue

@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -53,10 +54,14 @@ func (w *wideTAT) decide(at time.Time, cost, given int64) Decision {
 	next := base.add(inc, w.den)
 	if !limit.less(next) {
 		w.tat = next
-		// The receipt drops the TAT's fraction of a ns: its end reads a
-		// little earlier, so a refund errs on the side of giving less back.
+		// The refund reads the receipt's end as the TAT's whole ns, a
+		// little early, so it errs on the side of giving less back. Frac
+		// keeps the fraction, in 2^-32 ns, only so that two admissions in
+		// one ns (above a unit per ns) have receipts of their own.
+		hi, lo := bits.Mul64(uint64(next.num), 1<<fracBits)
+		part, _ := bits.Div64(hi, lo, uint64(w.den)) // num < den: no overflow
 		return Decision{Allowed: true, Remaining: w.remaining(limit, next), ResetAt: w.tl.time(next.ceil()),
-			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(next.whole), Frac: w.cfg.version << fracBits, Seq: given}}
+			Receipt: Receipt{At: w.tl.time(n), Cost: cost, Mark: w.tl.time(next.whole), Frac: w.cfg.version<<fracBits | int64(part), Seq: given}}
 	}
 	// Denied: allowed from the instant t at which tat + inc <= t + tau.
 	retry := w.tat.add(inc, w.den).sub(w.tau, w.den)

@@ -44,7 +44,8 @@ func (b *TokenBucket) Clone() Algorithm {
 
 // AllowAt decides for cost tokens at now. Owner only.
 func (b *TokenBucket) AllowAt(now time.Time, cost int64) Decision {
-	d, _ := b.c.decide(now, cost, false, false)
+	var d Decision
+	b.c.decide(&d, now, cost, false, false)
 	return d
 }
 
@@ -55,7 +56,9 @@ func (b *TokenBucket) LockFree() bool { return b.c.config().word }
 // TryAllowAt decides for cost tokens at now while the gate is open; safe
 // from any goroutine.
 func (b *TokenBucket) TryAllowAt(now time.Time, cost int64) (Decision, bool) {
-	return b.c.decide(now, cost, true, false)
+	var d Decision
+	ok := b.c.decide(&d, now, cost, true, false)
+	return d, ok
 }
 
 // TryAdmitAt is the lean form of TryAllowAt (see GCRA.TryAdmitAt).
@@ -66,7 +69,8 @@ func (b *TokenBucket) TryAdmitAt(now time.Time, cost int64) (ok bool, wait time.
 // AllowOrCloseAt decides like AllowAt and closes the gate on a denial that
 // waiting can cure. Owner only.
 func (b *TokenBucket) AllowOrCloseAt(now time.Time, cost int64) Decision {
-	d, _ := b.c.decide(now, cost, false, true)
+	var d Decision
+	b.c.decide(&d, now, cost, false, true)
 	return d
 }
 

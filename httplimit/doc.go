@@ -18,4 +18,13 @@
 // The fields are formatted and parsed in headers.go (FormatPolicy,
 // ParseServiceLimits, ParseRetryAfter, ...), so that a client can read
 // what a server says. docs/http.md has the details and the edges.
+//
+// Transport is the client's side: an http.RoundTripper that acquires each
+// request's cost from a limiter (a permits.All of a request rate, a token
+// rate and a pool, for an LLM API) before sending it, settles the permit
+// with the usage the response reports, and on 429 or 503 pauses the whole
+// limiter for as long as the API asks (ParseWait reads Retry-After, the
+// RateLimit fields and the x-ratelimit-* forms) and retries through
+// package retry with a retry budget, optionally behind a circuit breaker.
+// docs/client.md is the recipe.
 package httplimit

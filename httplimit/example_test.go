@@ -1,14 +1,20 @@
 package httplimit_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
 
+	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/keyed"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // A per-IP limit of 2 requests per minute on a real server, and what a
@@ -52,4 +58,59 @@ func ExampleParseServiceLimits() {
 	}
 	fmt.Println(limits[0].Name, limits[0].Remaining, limits[0].Reset)
 	// Output: default 50 30s
+}
+
+// A client of an LLM API: requests, tokens and requests at once in one
+// limiter, each request's estimate acquired before it is sent and settled
+// with the usage the API reports, and a 429 paused for and retried.
+func ExampleTransport() {
+	var calls atomic.Int32
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("X-Ratelimit-Remaining-Requests", "0")
+			w.Header().Set("X-Ratelimit-Reset-Requests", "20ms")
+			http.Error(w, "rate limited", http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("X-Usage-Tokens", "312")
+		io.WriteString(w, `{"text":"hello"}`)
+	}))
+	defer api.Close()
+
+	perRequest, _ := algorithms.NewGCRA(algorithms.PerMinute(500), 1) // (check the errors)
+	perToken, _ := algorithms.NewSlidingWindow(algorithms.PerMinute(30_000))
+	requests, tokens := actor.New(perRequest), actor.New(perToken)
+	defer requests.Close()
+	defer tokens.Close()
+	inflight, _ := actor.NewPool(8)
+	defer inflight.Close()
+	lim := permits.All(permits.FixedCost(requests, 1), tokens, permits.FixedCost(inflight, 1))
+
+	transport, err := httplimit.NewTransport(lim, httplimit.WithSettle(func(resp *http.Response) (int64, bool) {
+		if resp.StatusCode == http.StatusTooManyRequests {
+			return 0, true // refused: no tokens used
+		}
+		n, err := strconv.ParseInt(resp.Header.Get("X-Usage-Tokens"), 10, 64)
+		return n, err == nil
+	}))
+	if err != nil {
+		panic(err)
+	}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport}
+
+	ctx := httplimit.ContextWithCost(context.Background(), 1_000) // the estimate: prompt + max_tokens
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, api.URL, strings.NewReader(`{"prompt":"hi","max_tokens":990}`))
+	resp, err := client.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	st := transport.Stats()
+	fmt.Println(resp.Status, string(body))
+	fmt.Printf("attempts %d, 429s %d, pauses %d, settled %d\n", st.Attempts, st.Throttled, st.Pauses, st.Settled)
+	// Output:
+	// 200 OK {"text":"hello"}
+	// attempts 2, 429s 1, pauses 1, settled 2
 }

@@ -13,6 +13,7 @@ const (
 	vDecided verdict = iota // the fast path decided: d at now
 	vBehind                 // others wait on the key: refuse, wait from now
 	vOwner                  // the key is pinned: ask the owner
+	vGone                   // the owner dropped the entry meanwhile: look again under the write lock
 )
 
 // attempt is the caller's side of a request, before any message.
@@ -25,96 +26,122 @@ type attempt[K comparable] struct {
 }
 
 // limit is the Quota of a request refused before any decision.
-func (a attempt[K]) limit() permits.Quota {
+func (s *shard[K]) limit(a attempt[K]) permits.Quota {
 	if a.e == nil {
 		return permits.Quota{}
 	}
-	return permits.Quota{Limit: a.e.alg.Capacity()}
+	return permits.Quota{Limit: s.capacity(a.e)}
 }
 
 // attempt finds or makes key's entry and decides on the lock-free form of
-// its algorithm if it can: under the read lock for a live key, under the
-// write lock for a new one, so that the owner, which drops keys under the
-// write lock, never drops a key a decision is being made on. With wait, a
-// denial pins the key for the owner instead of refusing.
-func (s *shard[K]) attempt(key K, cost int64, full, wait bool) (attempt[K], error) {
-	s.mu.RLock()
-	if e := s.keys[key]; e != nil {
-		a, err := s.decide(e, cost, full, wait)
-		s.mu.RUnlock()
-		return a, err
+// its state if it can. A live cell key is found and decided on without any
+// lock: the owner drops a cell only by retiring it, in the same atomic word
+// the decision is made on, so a decision is either made before (and the
+// cell is no longer full: the owner keeps it) or finds it retired and
+// looks again. Another key is found again and decided on under the shard's
+// read lock, as the owner drops those under the write lock. A new key is
+// made, and first decided on, under the write lock. With wait, a denial
+// pins the key for the owner instead of refusing.
+func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attempt[K], error) {
+	if e := s.tab.Load().find(key, h, s.l.tomb); e != nil {
+		if e.isCell() {
+			if a, err := s.decide(e, cost, full, wait, time.Time{}); a.verdict != vGone {
+				return a, err
+			}
+		} else {
+			// Found again under the read lock, the key is live: the owner
+			// drops these under the write lock.
+			s.mu.RLock()
+			if e = s.tab.Load().find(key, h, s.l.tomb); e != nil {
+				a, err := s.decide(e, cost, full, wait, time.Time{})
+				s.mu.RUnlock()
+				return a, err
+			}
+			s.mu.RUnlock()
+		}
 	}
-	s.mu.RUnlock()
-	e, err := s.create(key)
+	e, now, err := s.create(key, h)
 	if err != nil {
 		return attempt[K]{}, err
 	}
-	a, err := s.decide(e, cost, full, wait)
+	a, err := s.decide(e, cost, full, wait, now) // never vGone: nothing is dropped under the write lock
 	s.mu.Unlock()
 	return a, err
 }
 
 // create returns key's entry, made with the constructor if it is still
-// missing, and returns with the write lock held unless it fails. The
+// missing, and the clock reading it was made at (or the zero Time), and
+// returns with the write lock held unless it fails. The
 // constructor runs outside the lock; if another caller made the key
-// meanwhile, the algorithm made here is dropped.
-func (s *shard[K]) create(key K) (*entry[K], error) {
+// meanwhile, the algorithm made here is dropped. Under the write lock
+// every entry in the table is live: the owner retires and removes a cell
+// within one hold of it.
+func (s *shard[K]) create(key K, h uint64) (*entry[K], time.Time, error) {
 	alg, err := s.l.newAlg(key)
 	switch {
 	case err != nil:
-		return nil, &AlgorithmError{Err: err}
+		return nil, time.Time{}, &AlgorithmError{Err: err}
 	case alg == nil:
-		return nil, &AlgorithmError{Err: errNilAlgorithm}
+		return nil, time.Time{}, &AlgorithmError{Err: errNilAlgorithm}
 	}
 	s.mu.Lock()
-	if e := s.keys[key]; e != nil {
-		return e, nil
+	if e := s.tab.Load().find(key, h, s.l.tomb); e != nil {
+		return e, time.Time{}, nil
 	}
 	if n, max := s.l.keys.Add(1), s.l.cfg.maxKeys; max > 0 && n > int64(max) {
 		s.l.keys.Add(-1)
 		s.mu.Unlock()
-		return nil, tooMany(max)
+		return nil, time.Time{}, tooMany(max)
 	}
-	e := newEntry(key, alg)
-	s.keys[key] = e
-	s.peak = max(s.peak, len(s.keys))
+	now := s.l.cfg.clock.Now()
+	e := s.newEntry(key, alg, now)
+	s.insert(e, h)
 	s.born = append(s.born, e)
 	if !s.bornFlag.Swap(true) {
 		s.kick()
 	}
-	return e, nil
+	return e, now, nil
 }
 
-// decide is the fast path, under the shard's lock.
-func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool) (attempt[K], error) {
-	if c := e.alg.Capacity(); cost > c {
+// decide is the fast path: under the shard's lock for a key that is not a
+// cell key, lock-free for a cell key. now is a clock reading to decide at,
+// or the zero Time to read one.
+func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time) (attempt[K], error) {
+	if c := s.capacity(e); cost > c {
 		return attempt[K]{e: e}, permits.CostExceedsCapacity(cost, c)
 	}
-	if e.word.Load() == 1 { // lock-free, and nothing at the owner for this key
-		now := s.l.cfg.clock.Now()
-		var d algorithms.Decision
-		var open bool
-		if full {
-			d, open = e.gated().TryAllowAt(now, cost)
-		} else {
-			var ok bool
-			var retry time.Duration
-			ok, retry, open = e.gated().TryAdmitAt(now, cost)
-			d = algorithms.Decision{Allowed: ok, RetryAt: now.Add(retry)}
+	if w := e.word.Load(); w == fCell || w == fLockFree { // lock-free, and nothing at the owner for this key
+		if now.IsZero() {
+			now = s.l.cfg.clock.Now()
 		}
+		d, open := s.try(e, now, cost, full)
 		if open {
 			if d.Allowed || !wait {
 				return attempt[K]{e: e, verdict: vDecided, now: now, d: d}, nil
 			}
-			e.pin()
-			return attempt[K]{e: e, verdict: vOwner, now: now}, nil
+			return s.pin(e, now), nil
 		}
 	}
+	// A retired cell has no waiters: pin finds it gone.
 	if !wait {
-		if w := e.w.Load(); w != nil {
+		if w := e.waiters(); w != nil {
 			return attempt[K]{e: e, verdict: vBehind, wait: max(time.Duration(w.tail.Load()-s.l.stamp()), 1)}, nil
 		}
 	}
-	e.pin()
-	return attempt[K]{e: e, verdict: vOwner}, nil
+	return s.pin(e, time.Time{}), nil
+}
+
+// pin records a request for e on its way to the owner, whose arrival is
+// now when the fast path read the clock. A cell key is pinned without a
+// lock: the pin is counted first, and then the cell looked at; the owner
+// retires a cell first, and then looks at the pins (shard.drop). So either
+// the owner sees the pin and revives the cell, or the caller sees the cell
+// retired, takes its pin back and looks for the key under the write lock.
+func (s *shard[K]) pin(e *entry[K], now time.Time) attempt[K] {
+	e.word.Add(pinStep)
+	if e.isCell() && s.cells().Retired(&e.cell) {
+		e.unpin()
+		return attempt[K]{verdict: vGone}
+	}
+	return attempt[K]{e: e, verdict: vOwner, now: now}
 }

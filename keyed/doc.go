@@ -16,12 +16,22 @@
 // keys ever seen; WithMaxKeys caps the live keys so that a flood of new keys
 // cannot exhaust memory (ErrTooManyKeys).
 //
-// When a key has nobody waiting and its algorithm has a lock-free form
-// (GCRA, the token and leaky buckets, the fixed window), TryAcquire and an
-// Acquire that need not wait decide on the caller's goroutine with one CAS
-// on the key's state word, under the shard's read lock: never a message to
-// the owner. The owner drops keys under the write lock, so a decision is
-// never made on a state that is being dropped.
+// When every key has the same GCRA or bucket (the usual case: the
+// limiter learns the configuration from the first one its constructor
+// makes), a key's whole state is one atomic word of 8 bytes, an
+// algorithms.Cell decided against a rate, a burst and an origin its shard
+// keeps for all of them: a live key costs its 48-byte entry (for a string
+// key) and its slots in the shard's table and heap (docs/benchmarks.md has
+// the measured total). Keys whose algorithm differs keep it.
+//
+// When a key has nobody waiting, TryAcquire and an Acquire that need not
+// wait decide on the caller's goroutine, never with a message to the
+// owner: for a cell key with one CAS on its word after a lookup in the
+// shard's table, without any lock (the owner drops a cell key by retiring
+// its word, in one atomic step with the decisions); for a key with its own
+// lock-free algorithm (GCRA or buckets of another configuration, the fixed
+// window) under the shard's read lock, as the owner drops those under the
+// write lock.
 //
 // The design, its invariants and its costs are in docs/http.md and
 // docs/design.md.

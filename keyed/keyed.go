@@ -31,8 +31,10 @@ import (
 //
 // A key whose state is back to full capacity and that nobody waits on is
 // dropped (within about 10ms of the instant it is full), so memory follows
-// the keys in use. A Limiter is safe for concurrent use. Close it when
-// done: it owns its shards' goroutines.
+// the keys in use. When every key has the same GCRA or bucket, a key's
+// state is one word, its entry 48 bytes for a string key, and its fast
+// path takes no lock (see the package doc). A Limiter is safe for
+// concurrent use. Close it when done: it owns its shards' goroutines.
 type Limiter[K comparable] struct {
 	newAlg func(K) (algorithms.Algorithm, error)
 	cfg    config
@@ -41,6 +43,9 @@ type Limiter[K comparable] struct {
 	shards []*shard[K]
 	mask   uint64
 	once   sync.Once
+
+	tomb    *entry[K] // marks a dropped key's slot in the shards' tables
+	cellCfg atomic.Pointer[cellConfig]
 
 	closed  atomic.Bool
 	keys    atomic.Int64 // live keys
@@ -51,7 +56,11 @@ type Limiter[K comparable] struct {
 // which must return a new algorithm on every call: the Limiter owns it
 // from then on. newAlg may return different algorithms for different keys
 // (a larger quota for some users); an error it returns is returned, wrapped,
-// to the caller of the request that made the key. New starts the shards'
+// to the caller of the request that made the key. The first GCRA,
+// TokenBucket or LeakyBucket with a lock-free form that newAlg returns sets
+// the limiter's shared configuration: every key whose new algorithm has
+// the same rate and burst keeps only a cell of it (the algorithm is
+// dropped), and decides exactly alike. New starts the shards'
 // goroutines; it fails, matching ErrInvalidConfig, for a nil newAlg and
 // invalid options. Nil options are ignored.
 func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Option) (*Limiter[K], error) {
@@ -67,10 +76,12 @@ func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Opt
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1)}
+	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1),
+		tomb: new(entry[K])}
 	l.shards = make([]*shard[K], cfg.shards)
 	for i := range l.shards {
-		s := &shard[K]{l: l, keys: make(map[K]*entry[K]), wake: make(chan struct{}, 1), done: make(chan struct{})}
+		s := &shard[K]{l: l, idx: i, wake: make(chan struct{}, 1), done: make(chan struct{})}
+		s.tab.Store(newTable[K](minSlots))
 		l.shards[i] = s
 		labels := pprof.Labels("sluice.limiter", cfg.name, "sluice.shard", strconv.Itoa(i))
 		go pprof.Do(context.Background(), labels, func(context.Context) { s.loop() })
@@ -126,17 +137,17 @@ func (l *Limiter[K]) try(key K, cost int64, full bool) (permits.Permit, permits.
 	if err := l.check(cost); err != nil {
 		return permits.Permit{}, permits.Quota{}, err
 	}
-	s := l.shard(key)
-	a, err := s.attempt(key, cost, full, false)
+	s, h := l.shard(key)
+	a, err := s.attempt(key, h, cost, full, false)
 	if err != nil {
-		return permits.Permit{}, a.limit(), err
+		return permits.Permit{}, s.limit(a), err
 	}
 	switch a.verdict {
 	case vDecided:
 		return s.decided(a, cost, full)
 	case vBehind:
 		s.rejected.Add(1)
-		return permits.Permit{}, quota.Behind(a.e.alg, a.wait), &permits.RateLimitError{RetryAfter: a.wait}
+		return permits.Permit{}, quota.Behind(s.template(a.e), a.wait), &permits.RateLimitError{RetryAfter: a.wait}
 	}
 	c := s.roundTrip(context.Background(), s.newCall(context.Background(), opTry, a.e, cost, l.stamp()))
 	return s.answer(context.Background(), c, a.e, cost)
@@ -149,10 +160,10 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 	if err := l.check(cost); err != nil {
 		return permits.Permit{}, permits.Quota{}, err
 	}
-	s := l.shard(key)
-	a, err := s.attempt(key, cost, full, true)
+	s, h := l.shard(key)
+	a, err := s.attempt(key, h, cost, full, true)
 	if err != nil {
-		return permits.Permit{}, a.limit(), err
+		return permits.Permit{}, s.limit(a), err
 	}
 	if a.verdict == vDecided {
 		return s.decided(a, cost, full)
@@ -169,7 +180,7 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 func (s *shard[K]) decided(a attempt[K], cost int64, full bool) (permits.Permit, permits.Quota, error) {
 	var q permits.Quota
 	if full {
-		q = quota.Of(a.e.alg, a.d, a.now)
+		q = quota.Of(s.template(a.e), a.d, a.now)
 	}
 	if a.d.Allowed {
 		s.granted.Add(1)
@@ -181,7 +192,8 @@ func (s *shard[K]) decided(a attempt[K], cost int64, full bool) (permits.Permit,
 
 // answer maps the owner's answer in c to the API and pools c.
 func (s *shard[K]) answer(ctx context.Context, c *call[K], e *entry[K], cost int64) (permits.Permit, permits.Quota, error) {
-	q := permits.Quota{Limit: e.alg.Capacity(), Remaining: c.remaining, Reset: time.Duration(c.reset), Window: quota.Window(e.alg)}
+	tmpl := s.template(e)
+	q := permits.Quota{Limit: tmpl.Capacity(), Remaining: c.remaining, Reset: time.Duration(c.reset), Window: quota.Window(tmpl)}
 	st, n := c.status, c.n
 	s.recycle(c)
 	switch st {
@@ -252,7 +264,11 @@ func (l *Limiter[K]) Stats() Stats {
 	return st
 }
 
-func (l *Limiter[K]) shard(key K) *shard[K] { return l.shards[maphash.Comparable(l.seed, key)&l.mask] }
+// shard returns key's shard and hash.
+func (l *Limiter[K]) shard(key K) (*shard[K], uint64) {
+	h := maphash.Comparable(l.seed, key)
+	return l.shards[h&l.mask], h
+}
 
 // stamp is a reading of the clock, ns on the timeline.
 func (l *Limiter[K]) stamp() int64 { return int64(l.cfg.clock.Now().Sub(l.epoch)) }

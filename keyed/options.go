@@ -16,6 +16,7 @@ type config struct {
 	maxWait  time.Duration // < 0: no limit
 	maxQueue int           // <= 0: no limit
 	idle     time.Duration // how long a key stays full before it is dropped
+	retired  func(e any)   // tests only (export_test.go): called right after the owner retires a cell
 }
 
 func defaults() config {
@@ -50,9 +51,9 @@ func WithMaxQueue(n int) Option { return optionFunc(func(c *config) { c.maxQueue
 // said it would be full, and drops it if it is full then (0, the default:
 // at that instant, within about 10ms). A client whose
 // requests come further apart than its state takes to refill makes a new
-// key, one allocation of about 300 bytes, for each of them; a timeout of a
-// second or so keeps such keys for a little more memory. A negative d is
-// invalid.
+// key for each of them (its constructor's algorithm, and an entry of 48
+// bytes for a cell key); a timeout of a second or so keeps such keys for a
+// little more memory. A negative d is invalid.
 func WithIdleTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.idle = d }) }
 
 // WithClock replaces package time, for simulations that drive time

@@ -9,20 +9,24 @@ import (
 	"github.com/sluicehq/sluice/scheduler"
 )
 
-// shard owns a share of the keys: their map, their waiters and one timer.
-// The map is read under the read lock by the fast path and changed under
-// the write lock (a new key by its first caller, a dropped one by the
-// owner). Everything marked owner below is touched by the owner goroutine
-// only, so none of it needs a lock.
+// shard owns a share of the keys: their table, their waiters and one
+// timer. The table is read without a lock by the fast path and changed
+// under the write lock (a new key by its first caller, a dropped one by the
+// owner). The read lock is taken by the fast path of keys whose state is
+// not a cell, which the owner drops under the write lock. Everything marked
+// owner below is touched by the owner goroutine only, so none of it needs a
+// lock.
 type shard[K comparable] struct {
 	granted, rejected, canceled atomic.Uint64
 	_                           [40]byte // the counters' own cache line
 
-	l    *Limiter[K]
-	mu   sync.RWMutex
-	keys map[K]*entry[K]
-	born []*entry[K] // under mu: keys made since the owner last looked
-	peak int         // under mu: the most keys the map has held since it was made
+	l     *Limiter[K]
+	idx   int
+	mu    sync.RWMutex
+	tab   atomic.Pointer[table[K]]
+	live  int         // under mu: the keys in tab
+	tombs int         // under mu: tab's slots of dropped keys
+	born  []*entry[K] // under mu: keys made since the owner last looked
 
 	inbox    atomic.Pointer[call[K]]
 	cancels  atomic.Pointer[call[K]]
@@ -39,6 +43,7 @@ type shard[K comparable] struct {
 	armedAt  int64
 	last     int64               // the latest instant read: the owner's time never runs back
 	granting algorithms.Decision // the decision of the grant being made
+	cellGen  uint64              // the generation of the shard's cells that every cell is in
 }
 
 // recheck is the least time between two looks at a key that is still in
@@ -48,9 +53,19 @@ type shard[K comparable] struct {
 const recheck = 10 * time.Millisecond
 
 // now reads the owner's clock as ns on the timeline, never earlier than a
-// reading before.
+// reading before. It keeps the origin of the shard's cells within reach of
+// the reading, so that every decision the owner makes (at instants up to
+// its latest reading) fits their current generation, and refreshes the
+// cells when a generation starts.
 func (s *shard[K]) now() int64 {
 	s.last = max(s.last, s.l.stamp())
+	if c := s.l.cellCfg.Load(); c != nil {
+		cells := c.cells[s.idx]
+		cells.Advance(s.l.t(s.last))
+		if g := cells.Generation(); g != s.cellGen {
+			s.refreshCells(cells, g)
+		}
+	}
 	return s.last
 }
 
@@ -104,7 +119,7 @@ func (s *shard[K]) adopt(now int64) {
 // handle serves one request taken from the inbox.
 func (s *shard[K]) handle(c *call[K], now int64) {
 	e := c.e
-	w := e.w.Load()
+	w := e.waiters()
 	try := c.op == opTry
 	at := min(c.arrival, now) // none is in the future
 	if w != nil {
@@ -114,12 +129,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	var grant int64
 	var known bool
 	if w == nil {
-		var d algorithms.Decision
-		if !try && e.lockFree() {
-			d = e.gated().AllowOrCloseAt(s.l.t(at), cost) // a waiter closes the fast path
-		} else {
-			d = e.alg.AllowAt(s.l.t(at), cost)
-		}
+		d := s.allow(e, at, cost, !try) // a waiter closes the fast path
 		if d.Allowed {
 			s.grant(c, at, d)
 			s.watch(e, now)
@@ -154,7 +164,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	default:
 		if w == nil {
 			w = new(waiters[K])
-			e.w.Store(w)
+			e.setWaiters(w)
 		}
 		c.node.Arrival = at
 		w.arrived = at
@@ -204,7 +214,7 @@ func (s *shard[K]) reply(c *call[K], st status, n int64) {
 // key's queue, or acknowledges a cancellation that came after the answer.
 func (s *shard[K]) cancel(c *call[K], now int64) {
 	e := c.e
-	if w := e.w.Load(); w != nil && w.q.Remove(&c.node) {
+	if w := e.waiters(); w != nil && w.q.Remove(&c.node) {
 		w.shadowOK = false
 		s.canceled.Add(1)
 		s.reply(c, stCanceled, 0)
@@ -222,7 +232,7 @@ func (s *shard[K]) cancel(c *call[K], now int64) {
 
 // grantDue grants the heads of e's queue due by at.
 func (s *shard[K]) grantDue(e *entry[K], at int64) {
-	w := e.w.Load()
+	w := e.waiters()
 	if w == nil || w.q.Len() == 0 {
 		return
 	}
@@ -235,10 +245,8 @@ func (s *shard[K]) grantDue(e *entry[K], at int64) {
 // quiet is for a key whose queue is empty: it reopens the fast path and
 // drops the queue, and the owner looks at the key next at now.
 func (s *shard[K]) quiet(e *entry[K], now int64) {
-	if e.lockFree() {
-		e.gated().OpenGate()
-	}
-	e.w.Store(nil)
+	s.openGate(e)
+	e.setWaiters(nil)
 	s.watch(e, now)
 }
 
@@ -285,7 +293,7 @@ func (s *shard[K]) schedule(now int64) <-chan time.Time {
 func (s *shard[K]) runDue(now int64) {
 	for len(s.heap) > 0 && s.heap[0].due <= now {
 		e := s.heap[0]
-		if w := e.w.Load(); w != nil {
+		if w := e.waiters(); w != nil {
 			wake := w.q.Grant(now, keyOwner[K]{s, e})
 			switch {
 			case w.q.Len() == 0:
@@ -318,7 +326,7 @@ func (s *shard[K]) runDue(now int64) {
 // use. A decision for cost 0 changes nothing and, on the lock-free form, is
 // safe beside fast-path callers.
 func (s *shard[K]) full(e *entry[K], now int64) (again int64, ok bool) {
-	d := e.alg.AllowAt(s.l.t(now), 0)
+	d := s.allow(e, now, 0, false)
 	reset := s.l.ns(d.ResetAt)
 	return reset + int64(s.l.cfg.idle), reset <= now
 }
@@ -328,25 +336,21 @@ func (s *shard[K]) full(e *entry[K], now int64) (again int64, ok bool) {
 // most that long.
 const evictBatch = 256
 
-// evict drops the keys found full, under the write lock: no fast-path
-// caller holds the read lock, and a pin is taken only under it, so a key
-// found unpinned, without waiters and full here is dropped with nothing in
-// flight on it, and its next caller makes a new one. A key that was used
-// since it was found full goes back to the heap.
+// evict drops the keys found full, under the write lock (see drop), and
+// their next caller makes a new one. A key that was used since it was
+// found full goes back to the heap.
 func (s *shard[K]) evict(now int64) {
 	for len(s.doomed) > 0 {
 		batch := s.doomed[max(len(s.doomed)-evictBatch, 0):]
 		s.mu.Lock()
 		for _, e := range batch {
-			if e.busy() || e.w.Load() != nil {
+			if e.busy() || e.waiters() != nil {
 				continue // its request's answer, or its queue, puts it back
 			}
-			if again, full := s.full(e, now); !full {
-				s.watch(e, max(again, now+int64(recheck)))
-				continue
+			if s.drop(e, now) {
+				s.delete(e)
+				s.l.keys.Add(-1)
 			}
-			delete(s.keys, e.key)
-			s.l.keys.Add(-1)
 		}
 		s.shrink()
 		s.mu.Unlock()
@@ -361,24 +365,48 @@ func (s *shard[K]) evict(now int64) {
 	}
 }
 
-// shrinkFrom is the size from which the owner gives back the memory of a
-// map or a heap that has emptied to a quarter of its peak.
-const shrinkFrom = 64
-
-// shrink copies the map into a new one once it holds a quarter of its
-// peak: a Go map never gives back the table it grew, so without it the
-// memory of a burst of keys would stay after they went idle. O(live keys),
-// under the write lock, at most once per halving.
-func (s *shard[K]) shrink() {
-	if s.peak < shrinkFrom || len(s.keys) > s.peak/4 {
-		return
+// drop takes e out of use if its state is full at now and reports whether
+// it did; the caller holds the write lock and removes e from the table. A
+// key found in use goes back to the heap.
+//
+// A key that is not a cell key is found, decided on and pinned only under
+// the read lock, so one found unpinned and full here has nothing in flight
+// on it. A cell key is decided on and pinned without a lock, so it is
+// dropped by retiring its cell: in the word the fast path decides on, in
+// one atomic step, only if the cell is full. A decision made before has
+// left it less than full (or retiring fails); one made after finds it
+// retired and looks for the key again, under the write lock held here.
+// The pins are looked at after retiring, and callers pin before they look
+// at the cell (attempt's pin), so a request that saw the cell live is seen
+// here and the cell revived: full, as it was.
+func (s *shard[K]) drop(e *entry[K], now int64) bool {
+	if !e.isCell() {
+		if again, full := s.full(e, now); !full {
+			s.watch(e, max(again, now+int64(recheck)))
+			return false
+		}
+		return true
 	}
-	m := make(map[K]*entry[K], 2*len(s.keys))
-	for k, e := range s.keys {
-		m[k] = e
+	cells := s.cells()
+	if !cells.Retire(&e.cell, s.l.t(now)) {
+		again, _ := s.full(e, now)
+		s.watch(e, max(again, now+int64(recheck)))
+		return false
 	}
-	s.keys, s.peak = m, len(m)
+	if hook := s.l.cfg.retired; hook != nil {
+		hook(e)
+	}
+	if e.busy() {
+		cells.Revive(&e.cell)
+		s.watch(e, now+int64(recheck)) // and its request's answer puts it back
+		return false
+	}
+	return true
 }
+
+// shrinkFrom is the size from which the owner gives back the memory of a
+// heap that has emptied to a quarter of its peak.
+const shrinkFrom = 64
 
 // arm keeps the one timer armed for wake (0: none), from now.
 func (s *shard[K]) arm(wake, now int64) {
@@ -408,13 +436,13 @@ func (s *shard[K]) shutdown() {
 	}
 	s.armed = false
 	s.mu.RLock()
-	for _, e := range s.keys {
-		if w := e.w.Load(); w != nil {
+	s.each(func(e *entry[K]) {
+		if w := e.waiters(); w != nil {
 			for n := w.q.PopFront(); n != nil; n = w.q.PopFront() {
 				s.reply(n.Value, stClosed, 0)
 			}
 		}
-	}
+	})
 	s.mu.RUnlock()
 	cancels, arrivals := s.take()
 	for c := arrivals; c != nil; {
@@ -436,7 +464,7 @@ type keyOwner[K comparable] struct {
 }
 
 func (o keyOwner[K]) Decide(at, cost int64) (bool, int64) {
-	d := o.e.alg.AllowAt(o.s.l.t(at), cost)
+	d := o.s.allow(o.e, at, cost, false)
 	if d.Allowed {
 		o.s.granting = d
 		return true, 0

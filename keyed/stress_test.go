@@ -24,14 +24,37 @@ import (
 // is taken over the whole run, measured around it.)
 func TestEvictionNeverLosesAnAdmission(t *testing.T) {
 	const (
-		keys  = 8
 		burst = 3
 		rate  = 2000 // per second
 	)
-	var made atomic.Int64
-	l := newLimiter(t, func(int) (algorithms.Algorithm, error) {
-		made.Add(1)
+	hammer(t, func(int) (algorithms.Algorithm, error) {
 		return algorithms.NewGCRA(algorithms.PerSecond(rate), burst)
+	}, func(int) (int64, float64) { return burst, rate })
+}
+
+// TestEvictionNeverLosesAnAdmissionOfKeysWithTheirOwnAlgorithm does the
+// same with two configurations: the keys of the first one the limiter sees
+// are cells, the others keep their own GCRA, decided on under the shard's
+// read lock and dropped under its write lock.
+func TestEvictionNeverLosesAnAdmissionOfKeysWithTheirOwnAlgorithm(t *testing.T) {
+	config := func(k int) (int64, float64) {
+		if k%2 == 0 {
+			return 3, 2000
+		}
+		return 2, 1500
+	}
+	hammer(t, func(k int) (algorithms.Algorithm, error) {
+		burst, rate := config(k)
+		return algorithms.NewGCRA(algorithms.PerSecond(int64(rate)), burst)
+	}, config)
+}
+
+func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit func(key int) (burst int64, rate float64)) {
+	const keys = 8
+	var made atomic.Int64
+	l := newLimiter(t, func(k int) (algorithms.Algorithm, error) {
+		made.Add(1)
+		return newAlg(k)
 	}, keyed.WithShards(2))
 	var granted [keys]atomic.Int64
 	start := time.Now()
@@ -64,11 +87,12 @@ func TestEvictionNeverLosesAnAdmission(t *testing.T) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	bound := burst + int64(elapsed.Seconds()*rate)
 	var total int64
 	for k := range granted {
 		n := granted[k].Load()
 		total += n
+		burst, rate := limit(k)
+		bound := burst + int64(elapsed.Seconds()*rate)
 		assert.LessOrEqual(t, n, bound, "key %d over %v", k, elapsed)
 	}
 	require.Greater(t, total, int64(keys*100), "the run made progress")

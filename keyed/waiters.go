@@ -36,11 +36,14 @@ type waiters[K comparable] struct {
 // copied, or when need is false and telling would cost a rebuild.
 func (w *waiters[K]) predict(s *shard[K], e *entry[K], now, arrival, cost int64, need bool) (grant int64, known bool) {
 	if !w.shadowOK {
-		cl, ok := e.alg.(algorithms.Cloner)
-		if !need || !ok {
+		if !need {
 			return 0, false
 		}
-		w.rebuild(s, cl, now)
+		shadow, ok := s.clone(e)
+		if !ok {
+			return 0, false
+		}
+		w.rebuild(s, shadow, now)
 		if !w.shadowOK {
 			return 0, false
 		}
@@ -87,11 +90,11 @@ func (w *waiters[K]) dropped() {
 	w.applied = false
 }
 
-// rebuild replays the queue on a fresh copy of the state, by the rule the
-// scheduler grants with: O(waiters of the key), only after a cancellation
-// or for the first prediction of a busy spell.
-func (w *waiters[K]) rebuild(s *shard[K], cl algorithms.Cloner, now int64) {
-	w.shadow = cl.Clone()
+// rebuild replays the queue on shadow, a fresh copy of the state, by the
+// rule the scheduler grants with: O(waiters of the key), only after a
+// cancellation or for the first prediction of a busy spell.
+func (w *waiters[K]) rebuild(s *shard[K], shadow algorithms.Algorithm, now int64) {
+	w.shadow = shadow
 	w.shadowLast, w.applied = w.q.Last(), false
 	if w.q.Len() > 0 {
 		w.shadowLast = max(w.shadowLast, w.q.HeadFloor(now))

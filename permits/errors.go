@@ -52,8 +52,11 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 func (e *RateLimitError) Unwrap() error { return e.Cause }
 
 // RetryAfter returns how long err says to wait, and whether it says so: it
-// finds a *RateLimitError in err's chain.
+// finds a *RateLimitError in err's chain (or the refusal of RetryLater).
 func RetryAfter(err error) (time.Duration, bool) {
+	if r, ok := err.(*retryLater); ok {
+		return r.d, true
+	}
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		return rl.RetryAfter, true

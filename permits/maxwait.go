@@ -24,7 +24,8 @@ func (f doOption) applyDo(c *doConfig) { f(c) }
 // which the call keeps whole. A wait that would take longer fails with a
 // *RateLimitError (matching ErrRateLimited, and not context.DeadlineExceeded:
 // ctx has not ended) before the call is made. d <= 0 means the permit must be
-// free at once.
+// free at once (a TryAcquire). A deadline of ctx's own that comes first
+// keeps its meaning: its refusal matches context.DeadlineExceeded.
 func WithMaxWait(d time.Duration) Option {
 	return doOption(func(c *doConfig) { c.maxWait = max(d, 0) })
 }
@@ -32,9 +33,10 @@ func WithMaxWait(d time.Duration) Option {
 // MaxWait returns lim with every Acquire's wait bounded by d, apart from the
 // caller's context, which the permit's holder keeps whole: a wait that would
 // take longer fails with a *RateLimitError matching ErrRateLimited (and not
-// context.DeadlineExceeded). TryAcquire is unchanged. Limiters that refund
-// or settle keep doing so through it, so it can be a part of All, or wrap
-// one: MaxWait(All(requests, tokens, pool), 2*time.Second).
+// context.DeadlineExceeded, unless the caller's own deadline came first);
+// d <= 0 makes every Acquire a TryAcquire. TryAcquire is unchanged.
+// Limiters that refund or settle keep doing so through it, so it can be a
+// part of All, or wrap one: MaxWait(All(requests, tokens, pool), 2*time.Second).
 func MaxWait(lim Limiter, d time.Duration) Limiter {
 	m := maxWait{lim: lim, d: max(d, 0)}
 	if s, ok := lim.(Settler); ok {
@@ -52,6 +54,14 @@ type maxWait struct {
 }
 
 func (m maxWait) Acquire(ctx context.Context, cost int64) (Permit, error) {
+	if m.d == 0 {
+		// No wait at all: a context that is already done would fail even
+		// a free permit, so ask without one.
+		if err := ctx.Err(); err != nil {
+			return Permit{}, err
+		}
+		return m.lim.TryAcquire(cost)
+	}
 	var p Permit
 	err := bounded(ctx, m.d, func(ctx context.Context) (err error) {
 		p, err = m.lim.Acquire(ctx, cost)
@@ -68,6 +78,12 @@ type maxWaitRefunder struct {
 }
 
 func (m maxWaitRefunder) AcquireGrant(ctx context.Context, cost int64) (Grant, error) {
+	if m.d == 0 {
+		if err := ctx.Err(); err != nil {
+			return Grant{}, err
+		}
+		return m.ref.TryAcquireGrant(cost)
+	}
 	var g Grant
 	err := bounded(ctx, m.d, func(ctx context.Context) (err error) {
 		g, err = m.ref.AcquireGrant(ctx, cost)
@@ -92,6 +108,11 @@ func (m maxWaitSettler) Settle(g Grant, actual int64) error { return m.s.Settle(
 // bounded runs acquire with ctx bounded by d, and turns the end of that
 // bound (not ctx's own) into a *RateLimitError.
 func bounded(ctx context.Context, d time.Duration, acquire func(context.Context) error) error {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		// The caller's deadline comes first: the bound changes nothing, and
+		// a refusal keeps saying that it was the deadline.
+		return acquire(ctx)
+	}
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	err := acquire(wctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +86,45 @@ func TestRateLimitErrorMatching(t *testing.T) {
 	assert.ErrorIs(t, permits.CostExceedsCapacity(5, 4), permits.ErrCostExceedsCapacity)
 	assert.ErrorIs(t, permits.InvalidCost(0), permits.ErrInvalidCost)
 }
+
+// TestRetryLaterIsARateLimitError: the lean refusal of the lock-free paths
+// answers every question a *RateLimitError answers, wrapped or not.
+func TestRetryLaterIsARateLimitError(t *testing.T) {
+	for _, err := range []error{permits.RetryLater(1500 * time.Millisecond), fmt.Errorf("calling api: %w", permits.RetryLater(1500*time.Millisecond))} {
+		assert.ErrorIs(t, err, permits.ErrRateLimited)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded)
+		d, ok := permits.RetryAfter(err)
+		assert.True(t, ok)
+		assert.Equal(t, 1500*time.Millisecond, d)
+		var rl *permits.RateLimitError
+		if assert.ErrorAs(t, err, &rl) {
+			assert.Equal(t, 1500*time.Millisecond, rl.RetryAfter)
+			assert.NoError(t, rl.Cause)
+		}
+		assert.Contains(t, err.Error(), "sluice: rate limited, retry after 1.5s")
+		var other *net.OpError
+		assert.False(t, errors.As(err, &other))
+	}
+	d, _ := permits.RetryAfter(permits.RetryLater(0))
+	assert.Equal(t, time.Nanosecond, d, "a refusal always says to wait at least 1ns")
+}
+
+func BenchmarkRefusal(b *testing.B) {
+	b.Run("RateLimitError", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			sinkErr = &permits.RateLimitError{RetryAfter: time.Duration(i)}
+		}
+	})
+	b.Run("RetryLater", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			sinkErr = permits.RetryLater(time.Duration(i))
+		}
+	})
+}
+
+var sinkErr error
 
 func TestUnlimited(t *testing.T) {
 	p, err := permits.Unlimited.Acquire(context.Background(), 1e9)

@@ -1,34 +1,41 @@
 // Command apiclient is sluice's main demo: a client that processes 500 jobs
-// against a rate-limited API with 64 workers, and gets no 429.
+// against a rate-limited LLM-style API with 64 workers, uses its token
+// quota to the full, gets no 429 for exceeding it, and rides out an
+// overload.
 //
 //	go run ./examples/apiclient
-//	go run ./examples/apiclient -rps 50 -tpm 2000000 -jobs 1000
-//	go run ./examples/apiclient -margin -10     # a client 10% too fast: 429s
+//	go run ./examples/apiclient -tpm 2000000 -jobs 1000
+//	go run ./examples/apiclient -settle=false    # estimates never settled: the quota three quarters used
+//	go run ./examples/apiclient -margin -10      # a client 10% too fast: 429s for the quota
 //
-// It starts the API on loopback (httptest): requests per second over any
-// 1 s window, tokens per minute in a continuously refilled bucket, and a cap
-// on concurrent requests, each answered with 429 and Retry-After beyond it
-// (server.go). The client derives its limiters from the same quota, less a
-// small margin (-margin, percent) for the jitter between the moment a
-// permit is granted and the moment the request reaches the API:
+// It starts the API on loopback (httptest, internal/demoapi): requests in any 1 s,
+// tokens in any token window (-token-window, 2 s: -tpm's share of it),
+// charged on arrival at the request's prompt + max_tokens and adjusted to
+// the real usage when it answers, and a cap on requests at once; beyond
+// any of them it answers 429 with Retry-After. For a few seconds in the
+// middle of the run (-overload-at, -overload-for) it is overloaded and
+// answers everything 429 with Retry-After: 1.
+//
+// The client (client.go) is an httplimit.Transport over
 //
 //	requests := GCRA(rps·(1-margin) per second, burst 1)
-//	tokens   := GCRA(tpm·(1-margin) per minute, burst tpmBurst·(1-margin))
+//	tokens   := SlidingWindow(the API's token quota per window·1/(1-margin))
 //	conns    := actor.NewPool(concurrency)
 //	lim      := permits.All(permits.FixedCost(requests, 1), tokens, permits.FixedCost(conns, 1))
 //
-// Why these match the API's checks, and no more: a GCRA at rate r with
-// burst b admits at most b + r·d units over any closed interval of length
-// d, so with burst 1 at most rps requests fall in any half-open 1 s window,
-// exactly the API's limit; and a GCRA is the dual of a token bucket, so
-// GCRA(tpm, tpmBurst) admits exactly what the API's bucket does at the same
-// instants. With -margin 0 the client is as fast as the API allows and no
-// faster; the default 5% absorbs loopback jitter; a negative margin makes
-// it too fast, and the API says so.
+// Each job acquires its estimate (prompt + max_tokens) and the Transport
+// settles it with the usage the API returns (X-Usage-Tokens), so that the
+// client's window counts what the API's counts. A GCRA at rate r with
+// burst 1 spaces requests 1/r apart, so at most rps fall in any 1 s at
+// rps·(1-margin); a sliding window longer than the API's by more than the
+// delay between a grant and its arrival never lets the API's window hold
+// more than its limit. The margin (-margin, percent, default 1) is that
+// slack. On each 429 the Transport pauses the whole limiter until the
+// Retry-After and retries the job after it.
 //
-// A conc pool of -workers goroutines processes -jobs jobs of random token
-// costs. Progress goes to stderr (one updated line on a terminal, plain
-// lines otherwise), the summary to stdout.
+// A conc pool of -workers goroutines processes -jobs jobs. Progress goes to
+// stderr (one updated line on a terminal, plain lines otherwise), the
+// summary to stdout.
 package main
 
 import (
@@ -42,35 +49,50 @@ import (
 	"os"
 	"os/signal"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/demoapi"
 )
 
 type config struct {
 	jobs, workers        int
 	rps                  int   // API: requests in any 1 s
-	tpm, tpmBurst        int64 // API: tokens per minute, bucket size
-	concurrency          int   // API: requests served at once; client pool size
+	tpm                  int64 // API: tokens per minute, enforced per token window
+	tokenWindow          durationFlag
+	concurrency          int // API: requests served at once; client pool size
 	minTokens, maxTokens int64
 	latency              durationFlag
 	margin               int64 // percent the client stays below the quota
+	overloadAt           durationFlag
+	overloadFor          durationFlag
+	overloadRetry        durationFlag
+	settle               bool
 	seed                 uint64
 	progressEvery        durationFlag
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	cfg := config{latency: durationFlag(400 * time.Millisecond), progressEvery: durationFlag(200 * time.Millisecond)}
+	cfg := config{
+		tokenWindow: durationFlag(2 * time.Second), latency: durationFlag(100 * time.Millisecond),
+		overloadAt: durationFlag(8 * time.Second), overloadFor: durationFlag(3 * time.Second), overloadRetry: durationFlag(time.Second),
+		progressEvery: durationFlag(200 * time.Millisecond),
+	}
 	fs := flag.NewFlagSet("apiclient", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&cfg.jobs, "jobs", 500, "jobs to process")
 	fs.IntVar(&cfg.workers, "workers", 64, "goroutines in the conc pool")
-	fs.IntVar(&cfg.rps, "rps", 30, "API quota: requests in any 1 s")
-	fs.Int64Var(&cfg.tpm, "tpm", 1_200_000, "API quota: tokens per minute, refilled continuously")
-	fs.Int64Var(&cfg.tpmBurst, "tpm-burst", 60_000, "API quota: tokens the bucket holds")
+	fs.IntVar(&cfg.rps, "rps", 50, "API quota: requests in any 1 s")
+	fs.Int64Var(&cfg.tpm, "tpm", 1_200_000, "API quota: tokens per minute, enforced as their share of any token window")
+	fs.Var(&cfg.tokenWindow, "token-window", "API quota: the window the token quota is enforced over")
 	fs.IntVar(&cfg.concurrency, "concurrency", 20, "API quota: requests served at once (the client's pool size)")
-	fs.Int64Var(&cfg.minTokens, "min-tokens", 100, "smallest job, in tokens")
-	fs.Int64Var(&cfg.maxTokens, "max-tokens", 1900, "largest job, in tokens")
+	fs.Int64Var(&cfg.minTokens, "min-tokens", 100, "smallest job's estimate (prompt + max_tokens), in tokens")
+	fs.Int64Var(&cfg.maxTokens, "max-tokens", 1900, "largest job's estimate, in tokens")
 	fs.Var(&cfg.latency, "latency", "mean time the API takes per request (each takes 0.5x to 1.5x)")
-	fs.Int64Var(&cfg.margin, "margin", 5, "percent the client's limits stay below the quota (negative: above)")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed for job costs and latencies")
+	fs.Int64Var(&cfg.margin, "margin", 1, "percent the client's limits stay below the quota (negative: above)")
+	fs.Var(&cfg.overloadAt, "overload-at", "when the API's overload starts, after its first request")
+	fs.Var(&cfg.overloadFor, "overload-for", "how long it lasts (0: none)")
+	fs.Var(&cfg.overloadRetry, "overload-retry-after", "the Retry-After of an overloaded answer")
+	fs.BoolVar(&cfg.settle, "settle", true, "settle each estimate with the usage the API returns")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "seed for job costs, usage and latencies")
 	fs.Var(&cfg.progressEvery, "progress", "progress update interval")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -82,19 +104,23 @@ func (c config) validate() error {
 	switch {
 	case c.jobs < 1 || c.workers < 1:
 		return errors.New("-jobs and -workers must be positive")
-	case c.rps < 1 || c.tpm < 1 || c.concurrency < 1:
-		return errors.New("-rps, -tpm and -concurrency must be positive")
-	case c.tpmBurst < 1 || c.tpmBurst > 100_000_000:
-		return errors.New("-tpm-burst must be in [1, 1e8]")
+	case c.rps < 1 || c.concurrency < 1:
+		return errors.New("-rps and -concurrency must be positive")
+	case c.tpm < 1 || c.tpm > 1e12:
+		return errors.New("-tpm must be in [1, 1e12]")
+	case c.tokenWindow < durationFlag(time.Millisecond) || c.tokenWindow > durationFlag(time.Minute):
+		return errors.New("-token-window must be in [1ms, 1m]")
 	case c.minTokens < 1 || c.maxTokens < c.minTokens:
 		return errors.New("want 1 <= -min-tokens <= -max-tokens")
 	case c.margin >= 100 || c.margin <= -100:
 		return errors.New("-margin is a percentage in (-100, 100)")
 	case c.latency <= 0 || c.progressEvery <= 0:
 		return errors.New("-latency and -progress must be positive")
+	case c.overloadAt < 0 || c.overloadFor < 0 || c.overloadRetry < durationFlag(time.Second):
+		return errors.New("-overload-at and -overload-for must not be negative, -overload-retry-after at least 1s")
 	}
-	if b := c.clientBurst(); c.maxTokens > b {
-		return fmt.Errorf("-max-tokens %d exceeds the client's token burst %d (-tpm-burst less the margin)", c.maxTokens, b)
+	if l := c.tokenLimit(); c.maxTokens > l {
+		return fmt.Errorf("-max-tokens %d exceeds the API's token quota per window, %d", c.maxTokens, l)
 	}
 	return nil
 }
@@ -117,13 +143,13 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer, term
 		fmt.Fprintln(stderr, "apiclient:", err)
 		return 2
 	}
-	api := newAPI(cfg)
+	api := demoapi.New(cfg.apiConfig())
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	transport := &http.Transport{MaxIdleConnsPerHost: cfg.concurrency}
 	defer transport.CloseIdleConnections()
 
-	res, err := run(ctx, cfg, api, &http.Client{Transport: transport}, srv.URL, newProgress(stderr, terminal))
+	res, err := run(ctx, cfg, api, transport, srv.URL, newProgress(stderr, terminal))
 	if err != nil {
 		fmt.Fprintln(stderr, "apiclient:", err)
 		return 1

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/internal/demoapi"
 )
 
 // progress is the live display: one line redrawn with \r on a terminal,
@@ -20,7 +22,7 @@ type progress struct {
 func newProgress(w io.Writer, terminal bool) *progress { return &progress{w: w, terminal: terminal} }
 
 // start draws until the returned stop is called; stop draws the last line.
-func (p *progress) start(cfg config, live *liveCounts, conns *actor.Pool, requests, tokens *actor.Limiter) (stop func()) {
+func (p *progress) start(cfg config, live *liveCounts, tr *httplimit.Transport, conns *actor.Pool) (stop func()) {
 	every := time.Duration(cfg.progressEvery)
 	if !p.terminal {
 		every = max(every, time.Second)
@@ -33,24 +35,12 @@ func (p *progress) start(cfg config, live *liveCounts, conns *actor.Pool, reques
 		defer wg.Done()
 		t := time.NewTicker(every)
 		defer t.Stop()
-		// Which limit binds: a request waiting at that rate limiter. All
-		// lets one request at a time into the rates, so at most one waits.
-		sample := time.NewTicker(20 * time.Millisecond)
-		defer sample.Stop()
 		for {
 			select {
-			case <-sample.C:
-				live.samples.Add(1)
-				if requests.Stats().Waiting > 0 {
-					live.requestsBound.Add(1)
-				}
-				if tokens.Stats().Waiting > 0 {
-					live.tokensBound.Add(1)
-				}
 			case <-t.C:
-				p.draw(cfg, live, conns, time.Since(begin), false)
+				p.draw(cfg, live, tr, conns, time.Since(begin), false)
 			case <-done:
-				p.draw(cfg, live, conns, time.Since(begin), true)
+				p.draw(cfg, live, tr, conns, time.Since(begin), true)
 				return
 			}
 		}
@@ -61,12 +51,12 @@ func (p *progress) start(cfg config, live *liveCounts, conns *actor.Pool, reques
 	}
 }
 
-func (p *progress) draw(cfg config, live *liveCounts, conns *actor.Pool, elapsed time.Duration, last bool) {
+func (p *progress) draw(cfg config, live *liveCounts, tr *httplimit.Transport, conns *actor.Pool, elapsed time.Duration, last bool) {
 	secs := max(elapsed.Seconds(), 1e-9)
 	st := conns.Stats()
 	line := fmt.Sprintf("%4d/%d jobs  429s %d  %5.1f req/s  %9s tokens/min  in flight %2d  waiting for a slot %2d  %5.1fs",
-		live.done.Load(), cfg.jobs, live.tooMany.Load(), float64(live.done.Load())/secs,
-		grouped(int64(float64(live.tokens.Load())/secs*60)), st.InFlight, st.Waiting, secs)
+		live.done.Load(), cfg.jobs, tr.Stats().Throttled, float64(live.done.Load())/secs,
+		demoapi.Grouped(int64(float64(live.tokens.Load())/secs*60)), st.InFlight, st.Waiting, secs)
 	switch {
 	case !p.terminal:
 		fmt.Fprintln(p.w, line)

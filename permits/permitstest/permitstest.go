@@ -47,8 +47,9 @@ func WithName(name string) Option { return optionFunc(func(tr *tracker) { tr.nam
 // Every permit counts, a rate limiter's too, although its Release does
 // nothing: code that takes a permits.Limiter cannot know what it was given,
 // so it must release what it acquires. The wrapper is a permits.Refunder
-// when lim is one, so that permits.All still refunds through it; a refunded
-// grant counts as released.
+// (and a permits.Settler) when lim is one, so that permits.All still
+// refunds (and settles) through it; a refunded grant counts as released, a
+// settled one does not.
 //
 // The wrapper is safe for concurrent use.
 func Track(t testing.TB, lim permits.Limiter, opts ...Option) permits.Limiter {
@@ -58,6 +59,9 @@ func Track(t testing.TB, lim permits.Limiter, opts ...Option) permits.Limiter {
 		o.apply(tr)
 	}
 	t.Cleanup(func() { tr.check(t) })
+	if s, ok := lim.(permits.Settler); ok {
+		return &settler{refunder{tracker: tr, ref: s}, s}
+	}
 	if r, ok := lim.(permits.Refunder); ok {
 		return &refunder{tracker: tr, ref: r}
 	}
@@ -202,7 +206,23 @@ func (r *refunder) Refund(g permits.Grant) bool {
 	return r.ref.Refund(rec.inner)
 }
 
+// settler is the wrapper of a permits.Settler.
+type settler struct {
+	refunder
+	s permits.Settler
+}
+
+// Settle settles the wrapped grant; the permit stays held until Release.
+func (s *settler) Settle(g permits.Grant, actual int64) error {
+	rec, ok := g.Token().Value.(*record)
+	if !ok {
+		return permits.ErrUnknownGrant
+	}
+	return s.s.Settle(rec.inner, actual)
+}
+
 var (
 	_ permits.Limiter  = (*tracker)(nil)
 	_ permits.Refunder = (*refunder)(nil)
+	_ permits.Settler  = (*settler)(nil)
 )

@@ -156,3 +156,29 @@ func TestTrackKeepsRefundsWorkingInsideAll(t *testing.T) {
 		assert.Empty(t, ft.end())
 	})
 }
+
+// TestTrackKeepsSettlingWorkingInsideAll: a tracked rate limiter inside All
+// settles through the wrapper; it used to be only a Refunder, so All's
+// settle skipped it silently.
+func TestTrackKeepsSettlingWorkingInsideAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := algorithms.NewGCRA(algorithms.PerSecond(10), 10)
+		require.NoError(t, err)
+		l := actor.New(g)
+		defer l.Close()
+		ft := &fakeT{}
+		tracked := permitstest.Track(ft, l)
+		_, isSettler := tracked.(permits.Settler)
+		require.True(t, isSettler)
+
+		api := permits.All(tracked)
+		p, err := api.Acquire(context.Background(), 10)
+		require.NoError(t, err)
+		require.NoError(t, permits.Settle(p, 4), "settled through the wrapper")
+		p.Release()
+		q, err := l.TryAcquire(6)
+		assert.NoError(t, err, "the 6 units not used came back")
+		q.Release()
+		assert.Empty(t, ft.end(), "a settled and released permit is no leak")
+	})
+}

@@ -28,7 +28,7 @@ func keyedSection(r *runner, b *strings.Builder) {
 		n = 10_000
 	}
 	b.WriteString("## Keyed limits and HTTP middleware\n\n")
-	fmt.Fprintf(b, "sluice is `keyed.New` with a GCRA per key (%v, burst %d) and `httplimit.Middleware`; the peer is "+
+	fmt.Fprintf(b, "sluice is `keyed.New` with a GCRA per key (%v, burst %d; every key of that configuration keeps only a one-word `algorithms.Cell`, decided without a lock) and `httplimit.Middleware`; the peer is "+
 		"github.com/go-chi/httprate v0.16.1 (its sliding window of %d per %v over two fixed windows of hashed keys).\n\n",
 		scenario.KeyedRate, scenario.KeyedBurst, scenario.KeyedRate.Count, scenario.KeyedRate.Per)
 
@@ -45,10 +45,10 @@ func keyedSection(r *runner, b *strings.Builder) {
 			r.fail(fmt.Errorf("httprate memory: %w", err))
 			return
 		}
-		r.logf("keyed memory, %d keys: sluice %.0f B/key, %.0f B idle; httprate %.0f B/key, %.0f B idle", n, s.PerKey, s.IdleHeap, h.PerKey, h.IdleHeap)
+		r.logf("keyed memory, %d keys (%d live when weighed): sluice %.0f B/key, %.0f B idle; httprate %.0f B/key, %.0f B idle", n, s.Live, s.PerKey, s.IdleHeap, h.PerKey, h.IdleHeap)
 		sp, si, hp, hi = append(sp, s.PerKey), append(si, s.IdleHeap), append(hp, h.PerKey), append(hi, h.IdleHeap)
 	}
-	fmt.Fprintf(b, "**Memory**, %s distinct keys, each used once: live heap per active key (key strings excluded), and the live heap "+
+	fmt.Fprintf(b, "**Memory**, %s distinct keys, each used once: live heap per active key (key strings excluded; sluice's keys refill over longer than making them takes, and the heap is shared among those live when weighed), and the live heap "+
 		"left once every key has gone idle (sluice: dropped by its owners; httprate: two of its windows later, a window longer than making the keys takes), above the limiter's own. "+
 		"Goal: ≤ %d B of state per GCRA key beyond the map entry, smaller per key than httprate, and back to the baseline when idle.\n\n",
 		thousands(n), goalKeyBytes)

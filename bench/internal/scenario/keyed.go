@@ -159,20 +159,26 @@ func Middleware() []Micro {
 type KeyedMemory struct {
 	PerKey   float64 // bytes per active key
 	IdleHeap float64 // bytes left after the keys went idle
+	Live     int     // keys live when the active ones were weighed (sluice; httprate: n)
 }
 
 // SluiceKeyedMemory makes n keys active on a keyed GCRA whose keys are full
-// again two seconds after one use (one unit every 2s, burst 10), weighs
-// them, waits until the owners have dropped them all, and weighs what is
-// left.
+// again a while after one use (one unit every keyedRefill(n), burst 10),
+// weighs them, waits until the owners have dropped them all, and weighs
+// what is left. The bytes are shared among the keys live at the weighing:
+// the refill outlasts making the keys, so that is all n of them unless the
+// machine is very slow, and Live says how many.
 func SluiceKeyedMemory(n int) (KeyedMemory, error) {
 	keys := distinctKeys(n)
 	var m0, m1, m2 runtime.MemStats
-	l, err := SluiceKeyed(algorithms.Every(2*time.Second), 10)
+	l, err := SluiceKeyed(algorithms.Every(keyedRefill(n)), 10)
 	if err != nil {
 		return KeyedMemory{}, err
 	}
 	defer l.Close()
+	if _, err := l.TryAcquire("before", 1); err != nil { // the limiter's own, used once
+		return KeyedMemory{}, err
+	}
 	gc()
 	runtime.ReadMemStats(&m0)
 	for _, k := range keys {
@@ -182,6 +188,7 @@ func SluiceKeyedMemory(n int) (KeyedMemory, error) {
 	}
 	gc()
 	runtime.ReadMemStats(&m1)
+	live := l.Stats().Keys - 1
 	if err := waitUntil("idle keys dropped", func() bool { return l.Stats().Keys == 0 }); err != nil {
 		return KeyedMemory{}, err
 	}
@@ -189,9 +196,18 @@ func SluiceKeyedMemory(n int) (KeyedMemory, error) {
 	runtime.ReadMemStats(&m2)
 	runtime.KeepAlive(keys)
 	return KeyedMemory{
-		PerKey:   (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(n),
+		PerKey:   (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(max(live, 1)),
 		IdleHeap: float64(m2.HeapAlloc) - float64(m0.HeapAlloc),
+		Live:     live,
 	}, nil
+}
+
+// keyedRefill is how long a key of SluiceKeyedMemory takes to be full
+// again after its one use: longer than making n keys takes (a few
+// microseconds each on a slow machine), so that none is dropped before the
+// weighing.
+func keyedRefill(n int) time.Duration {
+	return max(2*time.Second, time.Duration(n)*5*time.Microsecond)
 }
 
 // HTTPRateMemory does the same with httprate over a window of the given
@@ -221,6 +237,7 @@ func HTTPRateMemory(n int, window time.Duration) (KeyedMemory, error) {
 	return KeyedMemory{
 		PerKey:   (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / float64(n),
 		IdleHeap: float64(m2.HeapAlloc) - float64(m0.HeapAlloc),
+		Live:     n,
 	}, nil
 }
 

@@ -72,7 +72,10 @@ func newJudge(up spec.Limit) (judge, error) {
 
 type algorithmJudge struct{ alg algorithms.Algorithm }
 
-func (j algorithmJudge) admit(at, cost int64) bool { return j.alg.AllowAt(t(at), cost).Allowed }
+func (j algorithmJudge) admit(at, cost int64) bool {
+	ok, _ := decideOn(j.alg, at, cost)
+	return ok
+}
 
 type slidingJudge struct {
 	limit int64

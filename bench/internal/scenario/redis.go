@@ -1,0 +1,193 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/redislimit"
+)
+
+// RedisSpec is one shared-limit workload: Callers goroutines deciding in a
+// loop for about Run, each decision on one of Keys keys (chosen at
+// random per decision when there are several).
+type RedisSpec struct {
+	Callers int
+	Keys    int
+	Run     time.Duration
+}
+
+// RedisRate and RedisBurst are what every subject is configured with: so
+// much that nothing is refused, so that what is measured is the cost of a
+// decision, not the limit.
+var (
+	RedisRate  = algorithms.PerSecond(1_000_000_000)
+	RedisBurst = int64(1_000_000)
+)
+
+// RedisResult is what one run of a subject measured.
+type RedisResult struct {
+	Decisions int           // decisions made (all granted)
+	Wall      time.Duration // first decision to last
+	P50, P99  time.Duration // latency of one decision, as its caller saw it
+	Calls     int           // script executions the server counted (EVAL and EVALSHA)
+}
+
+// PerSecond is decisions per second.
+func (r RedisResult) PerSecond() float64 { return float64(r.Decisions) / r.Wall.Seconds() }
+
+// CallsPerDecision is script executions per decision.
+func (r RedisResult) CallsPerDecision() float64 { return float64(r.Calls) / float64(r.Decisions) }
+
+// RedisSubject is one way to decide on a shared limit: New returns the
+// decision for key and what to release afterwards.
+type RedisSubject struct {
+	Name string
+	New  func(c *redis.Client, prefix string) (decide func(ctx context.Context, key string) error, stop func(), err error)
+}
+
+// RedisSubjects are sluice's redislimit (a Limiter on one key, a Keyed on
+// many), go-redis/redis_rate, and the baseline: one call of an integer
+// GCRA script per decision, from the caller's goroutine, which is what a
+// limiter without an owner to batch for it can do at best.
+func RedisSubjects(keys int) []RedisSubject {
+	return []RedisSubject{
+		{Name: "sluice redislimit", New: func(c *redis.Client, prefix string) (func(context.Context, string) error, func(), error) {
+			if keys == 1 {
+				l, err := redislimit.New(c, prefix+"one", RedisRate, RedisBurst)
+				if err != nil {
+					return nil, nil, err
+				}
+				return func(ctx context.Context, _ string) error { _, err := l.Acquire(ctx, 1); return err }, func() { l.Close() }, nil
+			}
+			k, err := redislimit.NewKeyed(c, prefix, RedisRate, RedisBurst)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(ctx context.Context, key string) error { _, err := k.Acquire(ctx, key, 1); return err }, func() { k.Close() }, nil
+		}},
+		{Name: "redis_rate", New: func(c *redis.Client, prefix string) (func(context.Context, string) error, func(), error) {
+			l := redis_rate.NewLimiter(c)
+			limit := redis_rate.Limit{Rate: int(RedisRate.Count), Burst: int(RedisBurst), Period: RedisRate.Per}
+			return func(ctx context.Context, key string) error {
+				res, err := l.Allow(ctx, prefix+key, limit)
+				if err == nil && res.Allowed != 1 {
+					err = fmt.Errorf("redis_rate refused with RetryAfter %v", res.RetryAfter)
+				}
+				return err
+			}, func() {}, nil
+		}},
+		{Name: "one call per decision", New: func(c *redis.Client, prefix string) (func(context.Context, string) error, func(), error) {
+			b := newBaseline(RedisRate, RedisBurst)
+			return func(ctx context.Context, key string) error { return b.decide(ctx, c, prefix+key) }, func() {}, nil
+		}},
+	}
+}
+
+// RunRedis runs spec against subject on c's server and returns what it
+// measured. Each run uses keys of its own.
+func RunRedis(c *redis.Client, subject RedisSubject, spec RedisSpec, run int) (RedisResult, error) {
+	prefix := fmt.Sprintf("bench:%d:", run)
+	decide, stop, err := subject.New(c, prefix)
+	if err != nil {
+		return RedisResult{}, err
+	}
+	defer stop()
+	keys := make([]string, max(spec.Keys, 1))
+	for i := range keys {
+		keys[i] = strconv.Itoa(i)
+	}
+	ctx := context.Background()
+	// Warm up: load the scripts and open the connections.
+	var warm sync.WaitGroup
+	for range spec.Callers {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			_ = decide(ctx, keys[0])
+		}()
+	}
+	warm.Wait()
+	calls0, err := scriptCalls(c)
+	if err != nil {
+		return RedisResult{}, err
+	}
+
+	lat := make([][]time.Duration, spec.Callers)
+	counts := make([]int, spec.Callers)
+	errs := make([]error, spec.Callers)
+	var wg sync.WaitGroup
+	begin := time.Now()
+	deadline := begin.Add(spec.Run)
+	for g := range spec.Callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), uint64(run)))
+			ls := make([]time.Duration, 0, 1024)
+			for {
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					break
+				}
+				key := keys[0]
+				if len(keys) > 1 {
+					key = keys[rng.IntN(len(keys))]
+				}
+				if err := decide(ctx, key); err != nil {
+					errs[g] = err
+					break
+				}
+				ls = append(ls, time.Since(t0))
+			}
+			lat[g], counts[g] = ls, len(ls)
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(begin)
+	for _, err := range errs {
+		if err != nil {
+			return RedisResult{}, err
+		}
+	}
+	calls1, err := scriptCalls(c)
+	if err != nil {
+		return RedisResult{}, err
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	res := RedisResult{Wall: wall, Calls: calls1 - calls0 - 2} // the two INFO calls are not scripts; see scriptCalls
+	res.Calls = calls1 - calls0
+	for _, n := range counts {
+		res.Decisions += n
+	}
+	if len(all) > 0 {
+		res.P50, res.P99 = all[len(all)/2], all[len(all)*99/100]
+	}
+	return res, nil
+}
+
+var cmdstat = regexp.MustCompile(`cmdstat_(eval|evalsha):calls=(\d+)`)
+
+// scriptCalls returns the script executions the server has counted.
+func scriptCalls(c *redis.Client) (int, error) {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range cmdstat.FindAllStringSubmatch(info, -1) {
+		k, _ := strconv.Atoi(m[2])
+		n += k
+	}
+	return n, nil
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/demoapi"
+)
+
+// print writes the summary.
+func (r *result) print(w io.Writer, cfg config) {
+	secs := r.elapsed.Seconds()
+	a := r.api
+	pr := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	pr("")
+	pr("sluice apiclient: %d jobs, %d workers (conc pool), httplimit.Transport over permits.All(requests, tokens, pool)", cfg.jobs, cfg.workers)
+	pr("")
+	pr("  the API allows   %d requests in any 1 s, %s tokens in any %v (%s/min), %d at once;",
+		cfg.rps, demoapi.Grouped(cfg.tokenLimit()), time.Duration(cfg.tokenWindow), demoapi.Grouped(cfg.tpm), cfg.concurrency)
+	pr("                   charges prompt + max_tokens on arrival, the real usage once it answers")
+	if cfg.overloadFor > 0 {
+		pr("                   overloaded from +%.1fs to +%.1fs: 429 with Retry-After: %d",
+			time.Duration(cfg.overloadAt).Seconds(), time.Duration(cfg.overloadAt+cfg.overloadFor).Seconds(), demoapi.Seconds(time.Duration(cfg.overloadRetry)))
+	}
+	settle := "settles it with the usage the API returns"
+	if !cfg.settle {
+		settle = "never settles it"
+	}
+	pr("  the client uses  %.2f requests/s, %s tokens in any %v, a pool of %d  (margin %d%%);",
+		rate(cfg.clientRequests()), demoapi.Grouped(cfg.tokenLimit()), cfg.clientTokens().Per.Round(time.Millisecond), cfg.concurrency, cfg.margin)
+	pr("                   acquires each job's estimate, %s", settle)
+	pr("")
+	pr("  done in          %.1fs", secs)
+	pr("  jobs done        %d / %d", r.done, len(r.jobs))
+	pr("  429s, quota      %d  (goal: 0)", a.QuotaRefused)
+	if cfg.overloadFor > 0 {
+		lost := a.NeverRetried + r.failed
+		pr("  429s, overload   %d, absorbed: %d retried after their Retry-After, %d before it, %d lost  (goal: all after, none lost)",
+			a.OverloadRefused, a.RetriedInTime, a.RetriedEarly, lost)
+	}
+	pr("  token quota      %.1f%% used  (goal: >= 95%%): the API's window held %s of its %s on average over the %.1fs outside the overload",
+		100*r.quotaUsed, demoapi.Grouped(int64(r.quotaUsed*float64(cfg.tokenLimit()))), demoapi.Grouped(cfg.tokenLimit()), r.steady.Seconds())
+	pr("  tokens           %s used of %s estimated (%.0f%%); at most %s in the API's window at once  (limit %s)",
+		demoapi.Grouped(a.TokensUsed), demoapi.Grouped(a.TokensEstimated), 100*float64(a.TokensUsed)/float64(max(a.TokensEstimated, 1)),
+		demoapi.Grouped(r.peakWindow), demoapi.Grouped(cfg.tokenLimit()))
+	pr("  requests/s       %.1f on average, %d at most in any 1 s  (limit %d)", float64(a.Accepted)/secs, a.PeakRequests, cfg.rps)
+	pr("  bound by         %s", demoapi.Binding(r.quotaUsed, r.requestUse))
+	pr("  wait p50 / p99   %v / %v  (from a job's start to the send that succeeded: queue, pauses and retries)",
+		r.waitP50.Round(time.Millisecond), r.waitP99.Round(time.Millisecond))
+	t := r.transport
+	pr("  transport        %d attempts for %d requests, %d retries, %d pauses, %d settled",
+		t.Attempts, t.Requests, t.Retries, t.Pauses, t.Settled)
+	if r.overtakes == 0 {
+		pr("  FIFO             kept: no job was sent ahead of one that had waited %v longer", fifoSlack)
+	} else {
+		pr("  FIFO             broken: %d jobs sent ahead of one that had waited %v longer", r.overtakes, fifoSlack)
+	}
+}
+
+func rate(r algorithms.Rate) float64 { return float64(r.Count) / r.Per.Seconds() }

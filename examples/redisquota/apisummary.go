@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/demoapi"
+)
+
+// print writes the summary, with the goals of examples/apiclient's.
+func (r *apiResult) print(w io.Writer) {
+	cfg, a := r.cfg, r.api
+	secs := r.elapsed.Seconds()
+	pr := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+	var workers, pools, done []string
+	for i, p := range r.procs {
+		workers = append(workers, fmt.Sprint(share(cfg.workers, cfg.processes, i)))
+		pools = append(pools, fmt.Sprint(share(cfg.concurrency, cfg.processes, i)))
+		n := 0
+		for _, j := range p.Jobs {
+			if j.Done {
+				n++
+			}
+		}
+		done = append(done, fmt.Sprint(n))
+	}
+	pr("")
+	pr("sluice redisquota -api: %d jobs in %d processes (%s workers), each an httplimit.Transport", cfg.jobs, cfg.processes, strings.Join(workers, "+"))
+	pr("                        over permits.All(pause, requests, tokens, pool), requests and tokens shared in Redis")
+	pr("")
+	pr("  the API allows   %d requests in any 1 s, %s tokens in any %v (%s/min), %d at once;",
+		cfg.rps, demoapi.Grouped(cfg.tokenLimit()), cfg.tokenWindow, demoapi.Grouped(cfg.tpm), cfg.concurrency)
+	pr("                   charges prompt + max_tokens on arrival, the real usage once it answers")
+	if cfg.overloadFor > 0 {
+		pr("                   overloaded from +%.1fs to +%.1fs: 429 with Retry-After: %d",
+			cfg.overloadAt.Seconds(), (cfg.overloadAt + cfg.overloadFor).Seconds(), demoapi.Seconds(cfg.overloadRetry))
+	}
+	pr("  Redis shares     GCRA %.2f requests/s, burst %d (at most %d in any %v);",
+		perSecond(cfg.requests()), cfg.requestBurst(), cfg.rps, cfg.requests().Per.Round(time.Millisecond))
+	pr("                   GCRA %s tokens/s, burst %s (at most %s in any %v)  (margin %d%%)",
+		demoapi.Grouped(int64(perSecond(cfg.tokens()))), demoapi.Grouped(cfg.tokenBurst()), demoapi.Grouped(cfg.tokenLimit()),
+		cfg.tokens().Per.Round(time.Millisecond), cfg.margin)
+	pr("  each process     a pool of %s; acquires each job's estimate, and keeps it: a GCRA in Redis gives back", strings.Join(pools, ", "))
+	pr("                   only its latest grant, so nothing is settled")
+	pr("")
+	pr("  done in          %.1fs", secs)
+	pr("  jobs done        %d / %d  (%s per process)", r.done, len(r.jobs), strings.Join(done, ", "))
+	pr("  429s, quota      %d  (goal: 0)", a.QuotaRefused)
+	if cfg.overloadFor > 0 {
+		pr("  429s, overload   %d, absorbed: %d retried after their Retry-After, %d before it, %d lost  (goal: all after, none lost)",
+			a.OverloadRefused, a.RetriedInTime, a.RetriedEarly, a.NeverRetried+r.failed)
+	}
+	pr("  token quota      %.1f%% used  (goal: >= 95%%): the API's window held %s of its %s on average over the %.1fs outside the overload",
+		100*r.quotaUsed, demoapi.Grouped(int64(r.quotaUsed*float64(cfg.tokenLimit()))), demoapi.Grouped(cfg.tokenLimit()), r.steady.Seconds())
+	pr("  tokens           %s used of %s estimated (%.0f%%); at most %s in the API's window at once  (limit %s)",
+		demoapi.Grouped(a.TokensUsed), demoapi.Grouped(a.TokensEstimated), 100*float64(a.TokensUsed)/float64(max(a.TokensEstimated, 1)),
+		demoapi.Grouped(a.PeakTokens), demoapi.Grouped(cfg.tokenLimit()))
+	pr("  requests/s       %.1f on average, %d at most in any 1 s  (limit %d)", float64(a.Accepted)/secs, a.PeakRequests, cfg.rps)
+	pr("  bound by         %s", demoapi.Binding(r.quotaUsed, r.requestUse))
+	pr("  wait p50 / p99   %v / %v  (from a job's start to the send that succeeded: queue, pauses and retries)",
+		r.waitP50.Round(time.Millisecond), r.waitP99.Round(time.Millisecond))
+	t := r.transport
+	pr("  transports       %d attempts for %d requests, %d retries, %d pauses (in all)", t.Attempts, t.Requests, t.Retries, t.Pauses)
+	if r.overtakes == 0 {
+		pr("  FIFO             kept in each process: no job was sent ahead of one that had waited %v longer", fifoSlack)
+	} else {
+		pr("  FIFO             broken: %d jobs sent ahead of one of their process that had waited %v longer", r.overtakes, fifoSlack)
+	}
+}
+
+func perSecond(r algorithms.Rate) float64 { return float64(r.Count) / r.Per.Seconds() }

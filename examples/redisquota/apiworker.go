@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/internal/demoapi"
+	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/redislimit"
+	"github.com/sluicehq/sluice/retry"
+)
+
+// workerSpec is what the parent hands a client process on stdin.
+type workerSpec struct {
+	URL, Addr, Prefix string
+	Requests, Tokens  algorithms.Rate // the shared limits in Redis
+	RequestBurst      int64
+	TokenBurst        int64
+	Pool              int // this process's share of the API's concurrency
+	Workers           int // goroutines
+	Jobs              []*demoapi.Job
+}
+
+// workerResult is what a client process writes to stdout when done.
+type workerResult struct {
+	Jobs      []*demoapi.Job
+	Transport httplimit.TransportStats
+}
+
+// maxAttempts bounds the attempts of a job, as in apiclient.
+const maxAttempts = 10
+
+// apiWork is one client process: its jobs through an httplimit.Transport
+// over
+//
+//	pause    := a limiter of this process that never binds but can pause
+//	requests := redislimit GCRA, shared
+//	tokens   := redislimit GCRA, shared
+//	conns    := actor.NewPool(this process's share of the concurrency)
+//	lim      := permits.All(FixedCost(pause, 1), FixedCost(requests, 1), tokens, FixedCost(conns, 1))
+//
+// redislimit's limiters cannot pause (a pause would have to be kept in
+// Redis), so a 429 pauses this process only, through pause; the others
+// learn of the overload from 429s of their own. Each job acquires its
+// estimate; the Transport settles the permit, which settles nothing in
+// Redis: redislimit gives back a grant only while it is the key's latest
+// admission (Refund), and has no Settle.
+func apiWork(ctx context.Context, in io.Reader, out io.Writer) error {
+	var spec workerSpec
+	if err := json.NewDecoder(in).Decode(&spec); err != nil {
+		return err
+	}
+	c := redis.NewClient(&redis.Options{Addr: spec.Addr})
+	defer c.Close()
+	requests, err := redislimit.New(c, spec.Prefix+"requests", spec.Requests, spec.RequestBurst)
+	if err != nil {
+		return err
+	}
+	defer requests.Close()
+	tokens, err := redislimit.New(c, spec.Prefix+"tokens", spec.Tokens, spec.TokenBurst)
+	if err != nil {
+		return err
+	}
+	defer tokens.Close()
+	// A million a second never binds at the API's tens; it is there to be
+	// paused. It is taken first, so that nothing is taken from Redis while
+	// it is paused.
+	never, err := algorithms.NewGCRA(algorithms.PerSecond(1_000_000), 1_000_000)
+	if err != nil {
+		return err
+	}
+	pause := actor.New(never)
+	defer pause.Close()
+	conns, err := actor.NewPool(int64(spec.Pool))
+	if err != nil {
+		return err
+	}
+	defer conns.Close()
+	lim := permits.All(permits.FixedCost(pause, 1), permits.FixedCost(requests, 1), tokens, permits.FixedCost(conns, 1))
+
+	base := &http.Transport{MaxIdleConnsPerHost: spec.Pool}
+	defer base.CloseIdleConnections()
+	transport, err := httplimit.NewTransport(lim,
+		httplimit.WithBase(&demoapi.Recorder{Base: base, Jobs: demoapi.ByID(spec.Jobs)}),
+		httplimit.WithRetry(retry.WithMaxAttempts(maxAttempts)),
+		httplimit.WithSettle(demoapi.Usage),
+	)
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: transport}
+	p := pool.New().WithContext(ctx).WithMaxGoroutines(spec.Workers)
+	for _, j := range spec.Jobs {
+		p.Go(func(ctx context.Context) error {
+			_ = j.Run(ctx, client, spec.URL) // a job not done is counted by the parent
+			return nil
+		})
+	}
+	err = p.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(out).Encode(workerResult{Jobs: spec.Jobs, Transport: transport.Stats()})
+}

@@ -1,0 +1,152 @@
+package redislimit
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// apply takes in the answers of a batch.
+func (e *engine) apply(b *batch, now int64) {
+	for _, kc := range b.keys {
+		ks := kc.ks
+		ks.inflight = false
+		if kc.err != nil {
+			e.failed(kc)
+		} else {
+			e.answered(kc, b, now)
+		}
+		ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })
+		if ks.pending > 0 || len(ks.refunds) > 0 {
+			e.markReady(ks)
+		}
+		e.forget(ks)
+	}
+}
+
+// answered applies one key's decisions, in order. An admission becomes a
+// slot due at its instant in local terms: Redis's instant plus the offset
+// the call measured, taken from the moment the answer arrived, so that the
+// slot is never early (Redis read its clock before that moment), and never
+// before the key's previous slot, so that grants keep FIFO order.
+func (e *engine) answered(kc *keyCall, b *batch, now int64) {
+	ks := kc.ks
+	off := b.r - kc.now*1000
+	ks.off, ks.value = off, kc.value
+	ks.tat = pair{w: kc.value.w, f: kc.value.f}
+
+	if kc.gave {
+		for _, s := range kc.give {
+			e.givenBack.Add(uint64(s.cost))
+		}
+		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
+	} else if len(kc.give) > 0 {
+		for _, s := range kc.give {
+			s.giving = false
+		}
+		e.markDirty(ks)
+	}
+	if kc.refund != nil {
+		st := stKept
+		if kc.gave {
+			st = stRefunded
+			e.refunded.Add(1)
+		}
+		e.finish(kc.refund, st, 0, nil)
+	}
+
+	last := -1 // the call's last admission: the only grant a Refund can take back
+	for i, code := range kc.codes {
+		if code > 0 {
+			last = i
+		}
+	}
+	var prev int64
+	if n := len(ks.slots); n > 0 {
+		prev = ks.slots[n-1].at
+	}
+	first := len(ks.slots)
+	for i, r := range kc.reqs {
+		code := kc.codes[i]
+		switch {
+		case code > 0:
+			at := max(off+code*1000, prev)
+			prev = at
+			s := &slot{at: at, red: code, cost: r.cost, left: r.cost}
+			ks.slots = append(ks.slots, s)
+			switch {
+			case r.state.Load() == rqCancelled:
+				// Its caller gave up while the call was under way: the
+				// slot is free for the waiters behind.
+				ks.left(r)
+				e.markDirty(ks)
+			case r.hasDL && at > r.deadline:
+				ks.left(r)
+				e.finish(r, stDeadline, at-now, nil)
+				e.markDirty(ks)
+			default:
+				r.phase, r.slot, r.waited = phReserved, s, code > kc.now
+				s.left, s.holders = 0, 1
+				if i == last {
+					r.ticket = kc.value
+				}
+				e.markTimed(ks)
+			}
+		case code < 0:
+			ks.left(r)
+			st := stLimited
+			if r.op == opAcquire && r.dlBound {
+				st = stDeadline
+			}
+			e.finish(r, st, -code*1000, nil)
+		default:
+			ks.left(r)
+			e.finish(r, stNever, 0, nil)
+		}
+	}
+	// One call's admissions lie one right behind the other, the last
+	// ending at the TAT the call left.
+	end := ks.tat
+	for i := len(ks.slots) - 1; i >= first; i-- {
+		s := ks.slots[i]
+		s.end = end
+		end = end.sub(e.q.ticks(s.cost), e.q.c)
+		s.start = end
+	}
+}
+
+// failed fails one key's call. A call that may have been applied is
+// counted as consumed: nothing is sent again on its behalf, and no
+// give-back is tried until a call tells the key's value again, since the
+// lost call may have admitted behind every slot held.
+func (e *engine) failed(kc *keyCall) {
+	ks := kc.ks
+	unknown := outcomeUnknown(kc.err)
+	if unknown {
+		ks.value = ident{}
+		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
+	} else {
+		for _, s := range kc.give {
+			s.giving = false
+		}
+	}
+	if kc.refund != nil {
+		e.finish(kc.refund, stKept, 0, nil)
+	}
+	for _, r := range kc.reqs {
+		ks.left(r)
+		if e.local != nil {
+			e.finish(r, stLocal, 0, nil)
+			continue
+		}
+		e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
+	}
+	e.markDirty(ks)
+	var reply redis.Error
+	if e.cfg.probe > 0 && !errors.As(kc.err, &reply) {
+		// Redis itself is out of reach, not this key's call: spare the
+		// next callers the wait (WithProbeInterval).
+		e.downTill, e.downErr = e.now()+int64(e.cfg.probe), kc.err
+	}
+}

@@ -1,0 +1,322 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// batch is one round of script calls: one per key with something to send,
+// pipelined together, made by a worker goroutine while the owner gathers
+// the next round.
+type batch struct {
+	keys  []*keyCall
+	s, r  int64        // the local clock just before sending and just after the answer
+	state atomic.Int32 // bPending, then who delivered it (workers.go)
+	timer *time.Timer
+}
+
+// keyCall is one script call: a key's requests in FIFO order, and perhaps
+// a give-back (trailing slots nobody can use, or a Refund).
+type keyCall struct {
+	ks     *keyState
+	reqs   []*request
+	give   []*slot  // slots given back, if the key still holds ks.value
+	refund *request // or a Refund of a grant
+	args   []any
+
+	answer
+}
+
+// dispatch builds a batch of every ready key's requests, and the
+// give-backs that are safe to try, and marks it under way; nil if there is
+// nothing to send. The owner calls it only when no batch is under way.
+func (e *engine) dispatch(now int64) *batch {
+	if len(e.ready) == 0 {
+		return nil
+	}
+	if now < e.downTill {
+		e.failReady()
+		return nil
+	}
+	b := &batch{}
+	for _, ks := range e.ready {
+		ks.ready = false
+		if kc := e.prepare(ks, now); kc != nil {
+			b.keys = append(b.keys, kc)
+		}
+	}
+	clear(e.ready)
+	e.ready = e.ready[:0]
+	if len(b.keys) == 0 {
+		return nil
+	}
+	e.busy = b
+	e.calling.Store(true)
+	return b
+}
+
+// failReady fails every ready key's requests without a call, while Redis
+// is taken to be down: they were never sent.
+func (e *engine) failReady() {
+	for _, ks := range e.ready {
+		ks.ready = false
+		for _, r := range ks.line {
+			if r.phase == phPending {
+				ks.left(r)
+				e.unsent(r, ks.name, e.downErr)
+			}
+		}
+		ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })
+		for _, r := range ks.refunds {
+			e.finish(r, stKept, 0, nil)
+		}
+		ks.refunds = nil
+		e.markDirty(ks)
+	}
+	clear(e.ready)
+	e.ready = e.ready[:0]
+}
+
+// unsent fails r, which Redis did not decide: it falls open, or fails
+// with an *UnavailableError.
+func (e *engine) unsent(r *request, key string, cause error) {
+	if e.local != nil {
+		e.finish(r, stLocal, 0, nil)
+		return
+	}
+	e.finish(r, stUnavailable, 0, &UnavailableError{Key: key, Cause: cause})
+}
+
+// prepare builds the key's script call, or returns nil if it has nothing
+// to send.
+func (e *engine) prepare(ks *keyState, now int64) *keyCall {
+	if ks.inflight {
+		return nil
+	}
+	kc := &keyCall{ks: ks}
+	buf := e.scratchB[:0]
+	for _, r := range ks.line {
+		if len(kc.reqs) == e.cfg.maxBatch {
+			break
+		}
+		if r.phase != phPending || r.state.Load() != rqWaiting {
+			continue // a request whose caller gave up is dropped by its cancellation
+		}
+		mw := e.maxWait(r, now)
+		if len(kc.reqs) > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, r.cost, 10)
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, mw, 10)
+		r.phase = phInflight
+		ks.pending--
+		kc.reqs = append(kc.reqs, r)
+	}
+	reqs := string(buf)
+	e.scratchB = buf
+
+	var give ident
+	var g pair
+	if len(ks.refunds) > 0 {
+		kc.refund = ks.refunds[0]
+		ks.refunds = ks.refunds[1:]
+		give, g = kc.refund.refund, e.q.ticks(kc.refund.cost)
+	} else if kc.give = ks.trailing(now); len(kc.give) > 0 {
+		for _, s := range kc.give {
+			s.giving = true
+		}
+		give, g = ks.value, ks.tat.sub(kc.give[len(kc.give)-1].start, e.q.c)
+	}
+	if len(kc.reqs) == 0 && kc.refund == nil && len(kc.give) == 0 {
+		return nil
+	}
+	ks.inflight = true
+	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.String(), g.w, g.f, reqs}
+	return kc
+}
+
+// maxWait is how far ahead Redis may reserve for r, in µs (-1: no limit),
+// and whether r's deadline sets it.
+func (e *engine) maxWait(r *request, now int64) int64 {
+	if r.op == opTry {
+		return 0
+	}
+	mw := int64(-1)
+	if e.cfg.maxWait >= 0 {
+		mw = micros(e.cfg.maxWait)
+	}
+	r.dlBound = false
+	if r.hasDL {
+		if d := max(r.deadline-now, 0) / 1000; mw < 0 || d < mw {
+			mw, r.dlBound = d, true
+		}
+	}
+	return mw
+}
+
+// trailing returns the slots at the end of the key's list that nobody
+// holds or can use, if giving them back is provably safe: they are the
+// latest admissions on the key, one right behind the other, ending at the
+// TAT of the value this process saw last, so that unless someone wrote
+// since (which the script checks), nothing was admitted behind them.
+func (ks *keyState) trailing(now int64) []*slot {
+	if !ks.value.ok {
+		return nil
+	}
+	var give []*slot
+	end := ks.tat
+	for i := len(ks.slots) - 1; i >= 0; i-- {
+		s := ks.slots[i]
+		if s.holders > 0 || s.left < s.cost || s.giving || s.at <= now || s.end != end {
+			break
+		}
+		give = append(give, s)
+		end = s.start
+	}
+	return give
+}
+
+// call makes one script call per key, pipelined when there are several,
+// and sends again with EVAL those Redis no longer knows the script for
+// (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it again.
+func (e *engine) call(ctx context.Context, keys []*keyCall) []answer {
+	cmds := e.run(ctx, keys, false)
+	as := make([]answer, len(keys))
+	var again []int
+	for i, c := range cmds {
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			again = append(again, i)
+			continue
+		}
+		as[i] = read(c, len(keys[i].reqs))
+	}
+	if len(again) > 0 {
+		retry := make([]*keyCall, len(again))
+		for j, i := range again {
+			retry[j] = keys[i]
+		}
+		for j, c := range e.run(ctx, retry, true) {
+			as[again[j]] = read(c, len(retry[j].reqs))
+		}
+	}
+	return as
+}
+
+// run sends one script call per key, by SHA or, with load, with the
+// script's text.
+func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.Cmd {
+	call := func(c redis.Scripter, kc *keyCall) *redis.Cmd {
+		e.calls.Add(1)
+		if !load {
+			e.decided.Add(uint64(len(kc.reqs)))
+		}
+		if load {
+			return c.Eval(ctx, batchScript, []string{kc.ks.name}, kc.args...)
+		}
+		return c.EvalSha(ctx, batchSHA, []string{kc.ks.name}, kc.args...)
+	}
+	cmds := make([]*redis.Cmd, len(keys))
+	if len(keys) == 1 {
+		cmds[0] = call(e.client, keys[0])
+		return cmds
+	}
+	_, _ = e.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, kc := range keys {
+			cmds[i] = call(p, kc)
+		}
+		return nil
+	})
+	return cmds
+}
+
+// answer is what one script call said.
+type answer struct {
+	now   int64 // Redis's instant, µs
+	value ident
+	gave  bool
+	codes []int64
+	err   error
+}
+
+// read reads a script call's reply for n requests.
+func read(c *redis.Cmd, n int) answer {
+	res, err := c.Slice()
+	if err != nil {
+		return answer{err: err}
+	}
+	if len(res) != 3+n {
+		return answer{err: fmt.Errorf("redislimit: malformed reply of %d values for %d requests", len(res), n)}
+	}
+	now, ok0 := res[0].(int64)
+	value, ok1 := res[1].(string)
+	gave, ok2 := res[2].(int64)
+	if !ok0 || !ok1 || !ok2 {
+		return answer{err: fmt.Errorf("redislimit: malformed reply %v", res[:3])}
+	}
+	a := answer{now: now, gave: gave == 1, codes: make([]int64, n)}
+	if a.value, err = parseValue(value); err != nil {
+		return answer{err: err}
+	}
+	for i, v := range res[3:] {
+		x, ok := v.(int64)
+		if !ok {
+			return answer{err: fmt.Errorf("redislimit: malformed reply value %v", v)}
+		}
+		a.codes[i] = x
+	}
+	return a
+}
+
+// parseValue reads a key's value "W:F:N:M"; "" is no key.
+func parseValue(v string) (ident, error) {
+	if v == "" {
+		return ident{}, nil
+	}
+	var n [4]int64
+	rest := v
+	for i := range n {
+		field, tail, more := strings.Cut(rest, ":")
+		x, err := strconv.ParseInt(field, 10, 64)
+		if err != nil || more == (i == len(n)-1) {
+			return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
+		}
+		n[i], rest = x, tail
+	}
+	return ident{w: n[0], f: n[1], n: n[2], ok: true}, nil
+}
+
+// String is the ident as the script compares it, "W:F:N", or "" for none.
+func (id ident) String() string {
+	if !id.ok {
+		return ""
+	}
+	return strconv.FormatInt(id.w, 10) + ":" + strconv.FormatInt(id.f, 10) + ":" + strconv.FormatInt(id.n, 10)
+}
+
+// outcomeUnknown reports whether a failed call may have been applied:
+// anything but a refused connection, a pool that gave none, a closed
+// client or an error reply (the script writes only at its end, after
+// every check that can fail).
+func outcomeUnknown(err error) bool {
+	var re redis.Error
+	var op *net.OpError
+	switch {
+	case errors.As(err, &re):
+		return false
+	case errors.As(err, &op) && op.Op == "dial":
+		return false
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout):
+		return false
+	}
+	return true
+}

@@ -1,0 +1,546 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"math/bits"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
+)
+
+// engine is the owner of one Limiter or Keyed: one goroutine that takes
+// requests from its inbox in batches, keeps each key's FIFO line of
+// waiters and the slots Redis reserved for them, arms one timer for the
+// earliest due slot, and answers each caller on its own reply channel; and
+// worker goroutines (workers.go) that make the script calls, so that a slow
+// Redis never delays a grant already reserved. Everything below the inbox
+// is touched by one holder at a time: the owner, or a lone caller on the
+// direct path (direct.go).
+//
+// The inbox is actor's (inbox.go there, and here): one lock-free stack of
+// requests, pushed with one CAS, taken whole with one swap; cancellations
+// on a second stack; a wake channel of capacity one.
+type engine struct {
+	cfg    config
+	client redis.UniversalClient
+	q      quota
+	args   [4]string // P, C, tau's µs and ticks, as the script reads them
+	prefix string    // Keyed: the keys' prefix
+	epoch  time.Time
+	local  *actor.Limiter // fail open; nil when failing closed
+
+	tok     atomic.Int32 // who holds the state below (direct.go)
+	calling atomic.Bool  // a batch is under way: its answer makes the owner take the inbox
+	inbox   atomic.Pointer[request]
+	cancels atomic.Pointer[request]
+	wake    chan struct{} // capacity 1
+	results chan *batch   // capacity 1: the batch under way, answered
+	closed  atomic.Bool
+	once    sync.Once
+	done    chan struct{} // the owner has exited
+	ioCtx   context.Context
+	ioStop  context.CancelFunc
+	workers pool
+
+	granted, rejected, canceled, unavailable, fellOpen atomic.Uint64
+	calls, decided, handedOff, givenBack, refunded     atomic.Uint64
+	directs                                            atomic.Uint64
+	waiting                                            atomic.Int64
+
+	// the owner's
+	keys     map[string]*keyState
+	ready    []*keyState // keys with requests to send
+	dirty    []*keyState // keys whose slots must be dealt out again
+	timed    []*keyState // keys with reserved waiters
+	labels   pprof.LabelSet
+	busy     *batch // the batch under way, or nil
+	downTill int64  // until then, requests fail without a call
+	downErr  error  // why
+	timer    actor.Timer
+	timerC   <-chan time.Time // the armed timer's channel, or nil
+	armed    bool
+	armedAt  int64
+	last     int64
+	scratchB []byte
+}
+
+func newEngine(client redis.UniversalClient, rate algorithms.Rate, burst int64, opts []Option) (*engine, error) {
+	if client == nil {
+		return nil, invalid("nil redis client")
+	}
+	q, err := newQuota(rate, burst)
+	if err != nil {
+		return nil, err
+	}
+	cfg := defaults()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if cfg.clock == nil {
+		cfg.clock = systemClock{}
+	}
+	e := &engine{cfg: cfg, client: client, q: q}
+	if cfg.openNum != 0 || cfg.openDen != 0 {
+		if e.local, err = localLimiter(q, cfg); err != nil {
+			return nil, err
+		}
+	}
+	e.args = [4]string{strconv.FormatInt(q.p, 10), strconv.FormatInt(q.c, 10), strconv.FormatInt(q.tau.w, 10), strconv.FormatInt(q.tau.f, 10)}
+	e.epoch = cfg.clock.Now()
+	e.wake = make(chan struct{}, 1)
+	e.results = make(chan *batch, 1)
+	e.done = make(chan struct{})
+	e.keys = make(map[string]*keyState)
+	e.ioCtx, e.ioStop = context.WithCancel(context.Background())
+	e.tok.Store(tokFree) // the owner starts asleep with nothing to do
+	e.labels = pprof.Labels("sluice.limiter", "redislimit")
+	go pprof.Do(context.Background(), e.labels, func(context.Context) { e.loop() })
+	return e, nil
+}
+
+// localLimiter is the fail-open limiter: num/den of the rate and burst.
+func localLimiter(q quota, cfg config) (*actor.Limiter, error) {
+	num, den := cfg.openNum, cfg.openDen
+	if num < 1 || den < num {
+		return nil, invalid("WithFailOpen(%d, %d): want 0 < num <= den", num, den)
+	}
+	r := q.rate
+	if r.Count > (1<<62)/den || int64(r.Per) > (1<<62)/den {
+		return nil, invalid("WithFailOpen(%d, %d): the share of %v overflows", num, den, r)
+	}
+	share := algorithms.Rate{Count: r.Count * num, Per: r.Per * time.Duration(den)}
+	hi, lo := bits.Mul64(uint64(q.burst), uint64(num))
+	burst, _ := bits.Div64(hi, lo, uint64(den)) // hi < den: num <= den
+	g, err := algorithms.NewGCRA(share, max(1, int64(burst)))
+	if err != nil {
+		return nil, err
+	}
+	return actor.New(g, actor.WithClock(cfg.clock), actor.WithName("redislimit fail-open")), nil
+}
+
+// now reads the owner's clock as ns on its timeline, never earlier than a
+// reading before.
+func (e *engine) now() int64 {
+	e.last = max(e.last, int64(e.cfg.clock.Now().Sub(e.epoch)))
+	return e.last
+}
+
+// stamp is a caller's reading of the clock, ns on the timeline.
+func (e *engine) stamp() int64 { return int64(e.cfg.clock.Now().Sub(e.epoch)) }
+
+// send pushes r onto the inbox and wakes the owner.
+func (e *engine) send(r *request) {
+	if r.op == opAcquire {
+		e.waiting.Add(1) // before the owner can answer, which takes it back
+	}
+	for {
+		top := e.inbox.Load()
+		r.next = top
+		if e.inbox.CompareAndSwap(top, r) {
+			break
+		}
+	}
+	// An Acquire need not wake the owner while a batch is under way: it
+	// can only go in the next batch, and the owner takes the inbox when
+	// the answer comes. The owner clears calling and then takes the inbox;
+	// the caller pushes and then reads calling: one of them sees the
+	// other. Under load this spares the owner a wake-up per request.
+	if r.op != opAcquire || !e.calling.Load() {
+		e.kick()
+	}
+}
+
+// sendCancel tells the owner that r's caller gave up.
+func (e *engine) sendCancel(r *request) {
+	for {
+		top := e.cancels.Load()
+		r.cancelNext = top
+		if e.cancels.CompareAndSwap(top, r) {
+			break
+		}
+	}
+	e.kick()
+}
+
+func (e *engine) kick() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (e *engine) pending() bool {
+	return e.inbox.Load() != nil || e.cancels.Load() != nil || len(e.results) > 0
+}
+
+// take returns the cancellations and the requests pushed so far, each
+// oldest first.
+func (e *engine) take() (cancels, arrivals *request) {
+	for r := e.cancels.Swap(nil); r != nil; {
+		next := r.cancelNext
+		r.cancelNext = cancels
+		cancels, r = r, next
+	}
+	for r := e.inbox.Swap(nil); r != nil; {
+		next := r.next
+		r.next = arrivals
+		arrivals, r = r, next
+	}
+	return cancels, arrivals
+}
+
+func (e *engine) loop() {
+	defer close(e.done)
+	var timerC <-chan time.Time // the timer's channel, read while holding the state
+	for {
+		var b *batch
+		if !e.pending() {
+			b = e.park(timerC)
+		}
+		for !e.own() {
+			// A caller runs a round (direct.go); it wakes the owner when
+			// it lets go. No batch of the owner's is under way meanwhile
+			// (it lets go only when none is), so b is nil.
+			if b != nil {
+				e.results <- b
+				b = nil
+			}
+			<-e.wake
+		}
+		if b == nil {
+			select {
+			case b = <-e.results:
+			default:
+			}
+		}
+		if e.closed.Load() {
+			e.shutdown(b)
+			return
+		}
+		e.round(b, nil)
+		e.schedule(false)
+		timerC = e.timerC
+		e.letGo()
+	}
+}
+
+// round takes in what is waiting for the owner: the answers of the batch
+// under way (b, if it came), the requests in the inbox (after first, a
+// caller's own request on the direct path) and the cancellations.
+func (e *engine) round(b *batch, first *request) {
+	if b != nil {
+		e.calling.Store(false) // before taking the inbox (send)
+	}
+	now := e.now() // one clock read per batch of messages
+	cancels, arrivals := e.take()
+	if b != nil {
+		e.busy = nil
+		e.apply(b, now)
+	}
+	if first != nil {
+		e.arrive(first, now)
+	}
+	for r := arrivals; r != nil; {
+		next := r.next
+		e.arrive(r, now)
+		r = next
+	}
+	for r := cancels; r != nil; {
+		next := r.cancelNext
+		e.cancel(r, now)
+		r = next
+	}
+}
+
+// park sleeps until a message, an answer from Redis or the timer (timerC,
+// nil when none is armed: always so when the owner has let go of the
+// state).
+func (e *engine) park(timerC <-chan time.Time) *batch {
+	select {
+	case <-e.wake:
+	case b := <-e.results:
+		return b
+	case <-timerC:
+		e.armed = false
+	}
+	return nil
+}
+
+// schedule deals out freed slots, grants every due waiter, starts the
+// next batch if none is under way (on a worker, or with inline on the
+// calling goroutine, which then returns it for the caller to make), and
+// keeps the one timer armed for the earliest slot still ahead, from a
+// fresh clock reading. The clock is read again after every pass, so that a
+// pass that took long grants what fell due meanwhile before the owner
+// sleeps.
+func (e *engine) schedule(inline bool) *batch {
+	for {
+		now := e.now()
+		for _, ks := range e.dirty {
+			ks.dirty = false
+			e.reassign(ks, now)
+		}
+		e.dirty = e.dirty[:0]
+		wake := e.grantDue(now)
+		var b *batch
+		if e.busy == nil {
+			b = e.dispatch(now)
+		}
+		if b != nil && inline {
+			return b
+		}
+		if b != nil {
+			e.start(b)
+		}
+		fresh := e.now()
+		if wake == 0 || wake > fresh {
+			e.arm(wake, fresh)
+			return nil
+		}
+	}
+}
+
+// arm keeps the one timer armed for wake (0: none), from now.
+func (e *engine) arm(wake, now int64) {
+	switch {
+	case wake == 0:
+		if e.armed {
+			e.timer.Stop()
+			e.armed = false
+		}
+		e.timerC = nil
+		return
+	case e.armed && wake == e.armedAt:
+		return
+	case e.timer == nil:
+		e.timer = e.cfg.clock.NewTimer(time.Duration(wake - now))
+	default:
+		e.timer.Reset(time.Duration(wake - now))
+	}
+	e.armed, e.armedAt, e.timerC = true, wake, e.timer.C()
+}
+
+// arrive takes in one request from the inbox.
+func (e *engine) arrive(r *request, now int64) {
+	if r.state.Load() == rqCancelled {
+		return // its caller gave up before the owner saw it; nothing was held
+	}
+	ks := e.key(r.key)
+	r.ks = ks
+	switch r.op {
+	case opRefund:
+		ks.refunds = append(ks.refunds, r)
+		e.markReady(ks)
+		return
+	case opTry:
+		if ks.acquires > 0 {
+			// FIFO: a TryAcquire never passes a waiter. Its RetryAfter is
+			// a lower bound: the wait behind what this process knows of.
+			e.finish(r, stLimited, ks.behind(e, r.cost, now)-now, nil)
+			e.forget(ks)
+			return
+		}
+	case opAcquire:
+		ks.acquires++
+	}
+	r.phase = phPending
+	ks.line = append(ks.line, r)
+	ks.pending++
+	if ks.spare() {
+		e.markDirty(ks) // a slot nobody holds may cover it, without a call
+	}
+	e.markReady(ks)
+}
+
+// cancel hands on what a request whose caller gave up held: nothing, if it
+// was not yet sent; its slot, if Redis had reserved one; and if it is in
+// the call under way, its slot is dealt with when the answer comes.
+func (e *engine) cancel(r *request, now int64) {
+	ks := r.ks
+	if ks == nil {
+		return // never taken in (arrive dropped it)
+	}
+	switch r.phase {
+	case phPending:
+		ks.remove(r)
+		e.forget(ks)
+	case phReserved:
+		r.slot.holders--
+		ks.remove(r)
+		e.markDirty(ks)
+	case phInflight, phGone:
+		// apply finds it cancelled; or it was answered already.
+	}
+}
+
+func (e *engine) key(name string) *keyState {
+	ks := e.keys[name]
+	if ks == nil {
+		ks = &keyState{name: name}
+		e.keys[name] = ks
+	}
+	return ks
+}
+
+func (e *engine) markReady(ks *keyState) {
+	if !ks.ready {
+		ks.ready = true
+		e.ready = append(e.ready, ks)
+	}
+}
+
+func (e *engine) markDirty(ks *keyState) {
+	if !ks.dirty {
+		ks.dirty = true
+		e.dirty = append(e.dirty, ks)
+	}
+}
+
+func (e *engine) markTimed(ks *keyState) {
+	if !ks.timed {
+		ks.timed = true
+		e.timed = append(e.timed, ks)
+	}
+}
+
+// forget drops a key the owner holds nothing for.
+func (e *engine) forget(ks *keyState) {
+	if ks.idle() {
+		delete(e.keys, ks.name)
+	}
+}
+
+// shutdown fails every waiter with ErrClosed, takes the batch under way
+// from its worker (whose late answer is then dropped), and stops the
+// workers, waiting for any still inside go-redis.
+func (e *engine) shutdown(b *batch) {
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.ioStop()
+	if b == nil && e.busy != nil && !e.busy.state.CompareAndSwap(bPending, bClosed) {
+		b = <-e.results // a worker or the timeout answered just now
+	}
+	e.workers.close()
+	for _, ks := range e.keys {
+		for _, r := range ks.line {
+			e.finish(r, stClosed, 0, nil)
+		}
+		for _, r := range ks.refunds {
+			e.finish(r, stKept, 0, nil)
+		}
+	}
+	if b == nil {
+		b = e.busy // the batch under way, answered by nobody now
+	}
+	if b != nil {
+		for _, kc := range b.keys {
+			for _, r := range kc.reqs {
+				e.finish(r, stClosed, 0, nil)
+			}
+			if kc.refund != nil {
+				e.finish(kc.refund, stKept, 0, nil)
+			}
+		}
+	}
+	_, arrivals := e.take()
+	for r := arrivals; r != nil; r = r.next {
+		if r.op == opRefund {
+			e.finish(r, stKept, 0, nil)
+		} else {
+			e.finish(r, stClosed, 0, nil)
+		}
+	}
+	if e.local != nil {
+		e.local.Close()
+	}
+}
+
+// close sets closed, wakes the owner and waits for it to exit. closed is
+// set first, so that a caller that reads it false after pushing its
+// request knows the owner's last take of the inbox comes after the push.
+func (e *engine) close() {
+	e.once.Do(func() {
+		e.closed.Store(true)
+		e.kick()
+	})
+	<-e.done
+}
+
+// check refuses at once what no owner should see.
+func (e *engine) check(cost int64) error {
+	switch {
+	case cost < 1:
+		return permits.InvalidCost(cost)
+	case cost > e.q.burst:
+		return permits.CostExceedsCapacity(cost, e.q.burst)
+	case e.closed.Load():
+		return permits.ErrClosed
+	}
+	return nil
+}
+
+// acquire is Acquire for the Redis key name: the round trip and what its
+// answer means.
+func (e *engine) acquire(ctx context.Context, name string, o op, cost int64) (*request, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.check(cost); err != nil {
+		return nil, err
+	}
+	r := e.newRequest(ctx, name, o, cost)
+	// Only a caller that cannot be cancelled takes the direct path: one
+	// making the script call itself cannot return before go-redis does.
+	if ctx.Done() != nil || !e.direct(r) {
+		e.send(r)
+	}
+	e.await(ctx, r)
+	switch r.state.Load() {
+	case rqCancelled:
+		if r.status == stClosed {
+			return nil, permits.ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, context.Canceled
+	}
+	switch r.status {
+	case stGranted:
+		return r, nil
+	case stLimited:
+		return nil, &permits.RateLimitError{RetryAfter: r.retry()}
+	case stDeadline:
+		return nil, &permits.RateLimitError{RetryAfter: r.retry(), Cause: context.DeadlineExceeded}
+	case stNever:
+		return nil, permits.CostExceedsCapacity(cost, e.q.burst)
+	case stUnavailable:
+		return nil, r.err
+	case stLocal:
+		return nil, errFallBack
+	}
+	return nil, permits.ErrClosed
+}
+
+// errFallBack tells acquire's callers to ask the local limiter.
+var errFallBack = errors.New("redislimit: fall back to the local limiter")
+
+// fallBack asks the fail-open limiter instead.
+func (e *engine) fallBack(ctx context.Context, o op, cost int64) (permits.Permit, error) {
+	if o == opTry {
+		return e.local.TryAcquire(cost)
+	}
+	return e.local.Acquire(ctx, cost)
+}

@@ -1,0 +1,47 @@
+package redislimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/redislimit"
+	"github.com/sluicehq/sluice/redislimit/redistest"
+)
+
+// Every process that uses the key "quota:api" with this rate and burst
+// shares one quota: here, two limiters stand for two processes.
+func Example() {
+	dir, _ := os.MkdirTemp("", "redislimit-example-")
+	defer os.RemoveAll(dir)
+	server, err := redistest.Start(dir) // a throwaway redis-server on loopback
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer server.Close()
+	client := redis.NewClient(&redis.Options{Addr: server.Addr})
+	defer client.Close()
+
+	a, _ := redislimit.New(client, "quota:api", algorithms.PerMinute(2), 2)
+	defer a.Close()
+	b, _ := redislimit.New(client, "quota:api", algorithms.PerMinute(2), 2)
+	defer b.Close()
+
+	_, err = a.Acquire(context.Background(), 1)
+	fmt.Println("a:", err)
+	_, err = b.TryAcquire(1)
+	fmt.Println("b:", err)
+	_, err = a.TryAcquire(1)
+	d, _ := permits.RetryAfter(err)
+	fmt.Println("a again:", errors.Is(err, permits.ErrRateLimited), "retry in about", d.Round(10e9))
+	// Output:
+	// a: <nil>
+	// b: <nil>
+	// a again: true retry in about 30s
+}

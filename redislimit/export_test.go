@@ -1,0 +1,26 @@
+package redislimit
+
+// WithServerClock makes the script decide at now() µs instead of reading
+// Redis TIME, so that a test in a testing/synctest bubble runs Redis on
+// the bubble's clock.
+func WithServerClock(now func() int64) Option {
+	return optionFunc(func(c *config) { c.serverNow = now })
+}
+
+// WithBeforeCall runs f on the caller goroutine before each batch is sent,
+// so that a test can hold a call while it acts.
+func WithBeforeCall(f func()) Option {
+	return optionFunc(func(c *config) { c.beforeCall = f })
+}
+
+// Script and ScriptSHA are the batch script and its SHA1, for the tests
+// that run it directly.
+const Script = batchScript
+
+var ScriptSHA = batchSHA
+
+// WithGrantHook tells f, on the owner goroutine, of every grant through
+// Redis: the instant Redis admitted its slot at, in µs, and its cost.
+func WithGrantHook(f func(redisMicros, cost int64)) Option {
+	return optionFunc(func(c *config) { c.onGrant = f })
+}

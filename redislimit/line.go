@@ -1,0 +1,241 @@
+package redislimit
+
+import "slices"
+
+// keyState is what the owner knows of one Redis key: its line of waiters
+// in FIFO order (those holding a slot, then those in the call under way,
+// then those not yet sent) and the slots Redis admitted for this process
+// that are not yet delivered, in the order Redis admitted them.
+type keyState struct {
+	name     string
+	line     []*request
+	slots    []*slot
+	refunds  []*request // Refunds to send, one per call
+	acquires int        // Acquires in line
+	pending  int        // requests in line not yet sent
+	inflight bool       // a call for this key is under way
+	ready    bool       // listed in engine.ready
+	dirty    bool       // listed in engine.dirty
+	timed    bool       // listed in engine.timed
+
+	// value is the key's value after this process's latest call, when
+	// known; a give-back is safe only while the key still holds it.
+	value ident
+	// tat and off are what the latest call said: the TAT after it, in
+	// Redis µs, and the offset that maps Redis µs to local ns.
+	tat pair
+	off int64
+}
+
+// slot is capacity Redis admitted at one instant for this process: a
+// reservation, or a grant on arrival (an instant already come).
+type slot struct {
+	at      int64 // the local instant it is due, ns: never before Redis's instant
+	red     int64 // Redis's instant, µs
+	cost    int64 // what Redis admitted
+	left    int64 // what the waiters dealt to it leave
+	holders int   // waiters dealt to it and not yet granted
+	start   pair  // where its admission lies in the schedule: from the TAT
+	end     pair  // before it to the TAT after, Redis µs and ticks
+	giving  bool  // being given back in the call under way
+}
+
+// remove takes r out of the line.
+func (ks *keyState) remove(r *request) {
+	if i := slices.Index(ks.line, r); i >= 0 {
+		ks.line = slices.Delete(ks.line, i, i+1)
+		ks.left(r)
+	}
+}
+
+// left accounts for r leaving the line.
+func (ks *keyState) left(r *request) {
+	if r.op == opAcquire {
+		ks.acquires--
+	}
+	if r.phase == phPending {
+		ks.pending--
+	}
+	r.phase = phGone
+}
+
+// idle reports whether the owner holds nothing for the key.
+func (ks *keyState) idle() bool {
+	return len(ks.line) == 0 && len(ks.slots) == 0 && len(ks.refunds) == 0 && !ks.inflight
+}
+
+// spare reports whether some slot has room nobody is dealt, so that a
+// waiter not yet sent might be covered without a call.
+func (ks *keyState) spare() bool {
+	if ks.inflight {
+		return false // a waiter in the call comes first, and its fate is not known
+	}
+	for _, s := range ks.slots {
+		if s.left > 0 && !s.giving {
+			return true
+		}
+	}
+	return false
+}
+
+// behind returns the earliest local instant at which cost could be
+// granted behind everything this process knows of for the key: a lower
+// bound, since other processes and the calls to come may take more.
+func (ks *keyState) behind(e *engine, cost, now int64) int64 {
+	at := now + 1
+	if n := len(ks.slots); n > 0 {
+		at = max(at, ks.slots[n-1].at)
+	}
+	// The TAT after the latest call, plus cost, less tau.
+	if ks.tat.w > 0 {
+		t := ks.tat.add(e.q.ticks(cost), e.q.c).sub(e.q.tau, e.q.c)
+		if t.f > 0 {
+			t.w++
+		}
+		at = max(at, ks.off+t.w*1000)
+	}
+	return at
+}
+
+// reassign deals the key's slots out again to the waiters in line, after
+// something freed capacity: a waiter that gave up before its slot was
+// due, one refused for its deadline after Redis reserved for it, an answer
+// for a waiter that gave up while its call was under way. Each waiter, in
+// FIFO order, takes the earliest slot from the previous waiter's on that
+// still has room for its cost and is not yet due; a waiter not yet sent
+// that is covered so is granted without a call. The deal stops at the
+// first waiter that nothing covers (no one passes it) or that is in the
+// call under way (its fate is unknown).
+//
+// No waiter ever moves to a later slot: by induction, every waiter before
+// it moved to a slot no later than its own, so its own slot still has the
+// room it had. The capacity in use at each slot's instant never exceeds
+// what Redis admitted there, so the bound holds; a slot a waiter takes is
+// not yet due, so no grant comes later than its slot's instant, and none
+// bunches with grants Redis admitted later.
+func (e *engine) reassign(ks *keyState, now int64) {
+	for _, s := range ks.slots {
+		s.left, s.holders = s.cost, 0
+	}
+	j := 0
+	kept := ks.line[:0]
+	stopped := false
+	for _, r := range ks.line {
+		if stopped || r.phase == phInflight {
+			stopped = true
+			kept = append(kept, r)
+			continue
+		}
+		for j < len(ks.slots) {
+			s := ks.slots[j]
+			if !s.giving && s.left >= r.cost && (s.at >= now || s == r.slot) && (r.op != opTry || s.at <= now) {
+				break // a TryAcquire takes only room that is due now: it never waits
+			}
+			j++
+		}
+		if j == len(ks.slots) {
+			stopped = true // only a waiter not yet sent can find nothing
+			kept = append(kept, r)
+			continue
+		}
+		s := ks.slots[j]
+		if r.phase == phPending && r.hasDL && s.at > r.deadline {
+			// Even the earliest room is after its deadline.
+			ks.left(r)
+			e.finish(r, stDeadline, s.at-now, nil)
+			continue
+		}
+		s.left -= r.cost
+		s.holders++
+		switch {
+		case r.phase == phPending:
+			r.phase, r.waited = phReserved, true
+			ks.pending--
+			e.handedOff.Add(1)
+			e.markTimed(ks)
+		case s != r.slot:
+			r.waited = true
+			e.handedOff.Add(1)
+		}
+		r.slot = s
+		kept = append(kept, r)
+	}
+	clear(ks.line[len(kept):])
+	ks.line = kept
+	ks.prune(now)
+	if len(ks.trailing(now)) > 0 {
+		e.markReady(ks) // to give back what nobody here can use
+	}
+	e.forget(ks)
+}
+
+// grantDue grants, key by key in FIFO order, every waiter whose slot is
+// due, and returns the earliest instant a slot still ahead falls due (0:
+// none).
+func (e *engine) grantDue(now int64) int64 {
+	var wake int64
+	kept := e.timed[:0]
+	for _, ks := range e.timed {
+		next := ks.grantDue(e, now)
+		ks.prune(now)
+		if next == 0 {
+			ks.timed = false
+			e.forget(ks)
+			continue
+		}
+		kept = append(kept, ks)
+		if wake == 0 || next < wake {
+			wake = next
+		}
+	}
+	clear(e.timed[len(kept):])
+	e.timed = kept
+	return wake
+}
+
+func (ks *keyState) grantDue(e *engine, now int64) int64 {
+	n := 0
+	for _, r := range ks.line {
+		if r.phase != phReserved {
+			break
+		}
+		s := r.slot
+		if s.at > now {
+			break
+		}
+		s.holders--
+		n++
+		ks.left(r)
+		if e.cfg.onGrant != nil && r.state.Load() == rqWaiting {
+			e.cfg.onGrant(s.red, r.cost)
+		}
+		// If its caller gave up at this very instant, the cancellation
+		// finds it gone; the room it leaves is due, so nobody else can
+		// take it.
+		e.finish(r, stGranted, s.at, nil)
+	}
+	ks.line = slices.Delete(ks.line, 0, n)
+	for _, r := range ks.line {
+		if r.phase == phReserved {
+			return r.slot.at
+		}
+		break
+	}
+	return 0
+}
+
+// prune drops the slots at the front that nobody holds and whose instant
+// has come: room unused at its instant is gone, as idle time is in GCRA.
+func (ks *keyState) prune(now int64) {
+	n := 0
+	for _, s := range ks.slots {
+		if s.holders > 0 || s.giving || s.at > now {
+			break
+		}
+		n++
+	}
+	if n > 0 {
+		clear(ks.slots[:n])
+		ks.slots = ks.slots[n:]
+	}
+}

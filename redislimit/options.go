@@ -1,0 +1,94 @@
+package redislimit
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/actor"
+)
+
+// Option configures a Limiter or a Keyed.
+type Option interface{ apply(*config) }
+
+type config struct {
+	clock       actor.Clock
+	callTimeout time.Duration
+	maxWait     time.Duration // < 0: no limit
+	maxBatch    int
+	probe       time.Duration // after a failed call, fail at once this long; <= 0: never
+	openNum     int64         // fail open to num/den of the rate; 0: fail closed
+	openDen     int64
+	serverNow   func() int64            // tests: the instant, in µs, the script decides at
+	beforeCall  func()                  // tests: called by the caller goroutine before each batch
+	onGrant     func(redis, cost int64) // tests: told of each grant, with Redis's instant in µs
+}
+
+func defaults() config {
+	return config{clock: nil, callTimeout: time.Second, maxWait: -1, maxBatch: 256, probe: 250 * time.Millisecond}
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithCallTimeout bounds each script call. A call that has not answered by
+// then fails its requests with an *UnavailableError (fail-closed) whose
+// Cause is a *TimeoutError; its outcome is unknown, so its costs count as
+// consumed and nothing is sent again on its behalf. The default is one
+// second; d <= 0 keeps it.
+func WithCallTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d > 0 {
+			c.callTimeout = d
+		}
+	})
+}
+
+// WithMaxWait makes Acquire fail at once with *permits.RateLimitError when
+// Redis would reserve its cost further than d ahead, instead of waiting.
+// d = 0 means Acquire never waits; a negative d removes the limit (the
+// default).
+func WithMaxWait(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.maxWait = d })
+}
+
+// WithMaxBatch bounds the requests of one key that one script call
+// decides (default 256), so that no call holds Redis for long. n < 1 keeps
+// the default.
+func WithMaxBatch(n int) Option {
+	return optionFunc(func(c *config) {
+		if n >= 1 {
+			c.maxBatch = n
+		}
+	})
+}
+
+// WithProbeInterval sets how long, after a call fails for want of Redis
+// (a refused connection, a timeout, a dropped connection), requests fail
+// at once (or fall open) without a call, before the next call tries Redis
+// again: while Redis is down, callers do not each wait out a dial and its
+// retries. The default is 250ms; d <= 0 makes every batch try.
+func WithProbeInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.probe = d })
+}
+
+// WithFailOpen makes the limiter fall back, for each request Redis cannot
+// decide, to a limiter in this process that admits num/den of the rate and
+// of the burst (at least 1): with N processes sharing a quota, 1/N each
+// keeps them within it while Redis is down. The default is fail-closed:
+// such requests fail with an error matching ErrUnavailable. num and den
+// must satisfy 0 < num <= den, or the constructor fails.
+func WithFailOpen(num, den int64) Option {
+	return optionFunc(func(c *config) { c.openNum, c.openDen = num, den })
+}
+
+// WithClock replaces package time for the owner's timer and the local
+// instants of grants, for simulations that drive time themselves. Tests
+// should prefer testing/synctest with the default clock. A nil clock is
+// ignored.
+func WithClock(clock actor.Clock) Option {
+	return optionFunc(func(c *config) {
+		if clock != nil {
+			c.clock = clock
+		}
+	})
+}

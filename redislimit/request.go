@@ -1,0 +1,170 @@
+package redislimit
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+type op uint8
+
+const (
+	opAcquire op = iota
+	opTry
+	opRefund // a grant given back unused
+)
+
+type status uint8
+
+const (
+	stGranted     status = iota + 1 // n: the local instant granted at
+	stLimited                       // n: RetryAfter in ns
+	stDeadline                      // n: RetryAfter in ns; the deadline is before the reservation
+	stNever                         // the cost can never be admitted
+	stClosed                        //
+	stUnavailable                   // err
+	stLocal                         // fail open: ask the local limiter
+	stRefunded                      // a refund took something back
+	stKept                          // a refund took nothing back
+)
+
+// A request's state is the one word its caller and the owner race on:
+// the owner answers with a CAS from rqWaiting to rqDone, the caller gives
+// up with a CAS from rqWaiting to rqCancelled. Whoever wins decides: a
+// caller that lost receives the answer; an owner that lost treats what it
+// was about to hand over as unused (a reservation nobody holds).
+const (
+	rqWaiting int32 = iota
+	rqDone
+	rqCancelled
+)
+
+// phase is where a request is in its key's line (owner only).
+type phase uint8
+
+const (
+	phPending  phase = iota // not yet sent
+	phInflight              // in the call under way
+	phReserved              // holds a slot, granted when the slot is due
+	phGone                  // answered or dropped: out of the line
+)
+
+// request is one caller's round trip. Requests are not pooled: the owner
+// may still hold one (in a call under way) after its caller gave up. The
+// owner writes the result fields after it wins the CAS and before it
+// signals reply; the caller reads them after receiving from reply.
+type request struct {
+	reply      chan struct{} // capacity 1
+	state      atomic.Int32
+	next       *request // the inbox's link
+	cancelNext *request // the cancellation stack's link
+	key        string
+	cost       int64
+	op         op
+	arrival    int64 // the caller's clock when it sent, ns on the timeline
+	cancelAt   int64
+	deadline   int64
+	hasDL      bool
+	refund     ident // opRefund: the key's value right after the grant
+
+	// the owner's
+	ks      *keyState
+	phase   phase
+	slot    *slot
+	dlBound bool // the maxwait sent was the deadline's, not WithMaxWait's
+	waited  bool // its slot is a reservation ahead, or one handed on to it
+
+	// the result
+	status status
+	n      int64
+	err    error
+	ticket ident // stGranted: the value after the grant, if it was its call's last admission
+}
+
+// ident is a key's value up to its write count, "W:F:N": the TAT and the
+// count, which identify the value (scripts.go). The zero ident is none.
+type ident struct {
+	w, f, n int64
+	ok      bool
+}
+
+func (e *engine) newRequest(ctx context.Context, key string, o op, cost int64) *request {
+	r := &request{reply: make(chan struct{}, 1), key: key, op: o, cost: cost, arrival: e.stamp()}
+	if dl, ok := ctx.Deadline(); ok {
+		r.hasDL, r.deadline = true, int64(dl.Sub(e.epoch))
+	}
+	return r
+}
+
+// await waits for r's answer or for ctx to end, r having been sent. A
+// caller that gives up wins or loses one CAS against the owner's answer
+// (see rqWaiting); when it wins it tells the owner, which hands whatever r
+// held to the waiters behind it, and returns at once, without waiting for
+// the owner: a slow Redis never delays a cancellation.
+func (e *engine) await(ctx context.Context, r *request) {
+	var done <-chan struct{} // nil: the answer is sure to come
+	if e.closed.Load() {
+		done = e.done
+	}
+	select {
+	case <-r.reply:
+		return
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(rqWaiting, rqCancelled) {
+			r.cancelAt = e.stamp()
+			e.canceled.Add(1)
+			if r.op == opAcquire {
+				e.waiting.Add(-1)
+			}
+			e.sendCancel(r)
+			return
+		}
+		<-r.reply // the owner answered first; its signal is on its way
+	case <-done:
+		// The owner has exited. If it never answered, it never took r.
+		select {
+		case <-r.reply:
+		default:
+			if r.state.CompareAndSwap(rqWaiting, rqCancelled) && r.op == opAcquire {
+				e.waiting.Add(-1)
+			}
+			r.status = stClosed
+		}
+	}
+}
+
+// roundTrip sends r to the owner and waits for its answer.
+func (e *engine) roundTrip(ctx context.Context, r *request) {
+	e.send(r)
+	e.await(ctx, r)
+}
+
+// finish answers r unless its caller gave up first, reporting which. The
+// counters are updated before the signal, so that they include r when its
+// caller returns.
+func (e *engine) finish(r *request, s status, n int64, err error) bool {
+	if !r.state.CompareAndSwap(rqWaiting, rqDone) {
+		return false
+	}
+	// Written after the CAS: a caller that gave up never reads them, and
+	// one that did not reads them after the signal.
+	r.status, r.n, r.err = s, n, err
+	switch s {
+	case stGranted:
+		e.granted.Add(1)
+	case stLimited, stDeadline, stNever:
+		e.rejected.Add(1)
+	case stUnavailable:
+		e.unavailable.Add(1)
+	case stLocal:
+		e.fellOpen.Add(1)
+	}
+	if r.op == opAcquire {
+		e.waiting.Add(-1)
+	}
+	r.reply <- struct{}{}
+	return true
+}
+
+// retry is the RetryAfter of a refused request.
+func (r *request) retry() time.Duration { return max(time.Duration(r.n), time.Microsecond) }

@@ -1,0 +1,139 @@
+package redislimit
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// batchScript is GCRA for a batch of requests against one key, in order,
+// at one instant. It is the only script the limiter runs: every decision,
+// reservation and give-back is one call of it.
+//
+// Time is integer microseconds since the Unix epoch, read once from Redis
+// TIME. Lua numbers are doubles, exact for integers below 2^53 (about 285
+// years of microseconds since 1970); the limiter checks at construction
+// that every quantity the script forms stays below that. Durations finer
+// than a microsecond (one unit of 3/s lasts 333333⅓ µs) are kept exact as
+// a pair: whole microseconds and ticks of 1/C µs, 0 <= ticks < C.
+//
+// The key holds "W:F:N:M": the theoretical arrival time (TAT) as whole µs
+// W and ticks F; N, a count of the script's writes to the key, so that two
+// values are equal only if nothing was written in between (a give-back
+// checks it); and M, the latest TAT the key ever held, rounded up to the
+// µs. The key expires at M (PX, rounded up to the millisecond): that is
+// the TAT itself, its reset time, unless a give-back moved the TAT back.
+// From then on a missing key and the stored TAT decide alike, and a key
+// made afresh starts beyond every value the old one held, so no value
+// ever repeats.
+//
+// Its keys and arguments:
+//
+//	KEYS[1]  the limit's key
+//	ARGV[1]  P: ticks one unit of cost occupies (the emission interval)
+//	ARGV[2]  C: ticks per microsecond
+//	ARGV[3]  tau = burst·P ticks, how far the TAT may run ahead: whole µs
+//	ARGV[4]  tau: the ticks beyond ARGV[3]
+//	ARGV[5]  "0" to read Redis TIME, or the instant in µs to decide at
+//	         instead (tests that drive time themselves)
+//	ARGV[6]  give-back: "W:F:N", the value the key must still hold, write
+//	         count included, or "" for none
+//	ARGV[7]  give-back: whole µs to move the TAT back (never before now)
+//	ARGV[8]  give-back: the ticks beyond ARGV[7]
+//	ARGV[9]  the requests, in order: "cost:maxwait,cost:maxwait,...", with
+//	         maxwait in µs, -1 for none (0: granted now or not at all)
+//
+// The reply is {now, value, gave, r1, r2, ...}: the instant decided at, the
+// key's value afterwards ("" when there is no key), 1 if the give-back moved
+// the TAT back, and for each request: its admission instant in µs, rounded
+// up (now for granted now, later for a reservation: the TAT moves on
+// either way); -wait (wait >= 1 µs, the time until it would be admitted)
+// for one refused because that is beyond its maxwait; 0 for a cost that
+// can never be admitted (above the burst; the limiter never sends one).
+const batchScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local key = KEYS[1]
+local P, C = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tauW, tauF = tonumber(ARGV[3]), tonumber(ARGV[4])
+local now = tonumber(ARGV[5])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- a / b for integers below 2^53: the float quotient may round, so correct it.
+local function divmod(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then q, r = q - 1, r + b elseif r >= b then q, r = q + 1, r - b end
+  return q, r
+end
+
+local cur = redis.call('GET', key)
+local tw, tf, seq, top = now, 0, 0, 0
+if cur then
+  local w, f, n, m = string.match(cur, '^(%d+):(%d+):(%d+):(%d+)$')
+  if not w then return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice TAT') end
+  tw, tf, seq, top = tonumber(w), tonumber(f), tonumber(n), tonumber(m)
+else
+  cur = ''
+end
+-- A TAT in the past is idle time, which is never banked.
+if tw < now then tw, tf = now, 0 end
+
+local changed, gave = false, 0
+if ARGV[6] ~= '' and string.match(cur, '^%d+:%d+:%d+') == ARGV[6] then
+  -- Nothing was written since the caller's admissions: take them back,
+  -- but not before now (a slot already past gives nothing back).
+  local nw, nf = tw - tonumber(ARGV[7]), tf - tonumber(ARGV[8])
+  if nf < 0 then nw, nf = nw - 1, nf + C end
+  if nw < now then nw, nf = now, 0 end
+  if nw ~= tw or nf ~= tf then tw, tf, changed, gave = nw, nf, true, 1 end
+end
+
+local out = {now, '', gave}
+local inc = {} -- c·P as whole µs and ticks, per cost seen
+for c, mw in string.gmatch(ARGV[9], '(%d+):(%-?%d+)') do
+  c, mw = tonumber(c), tonumber(mw)
+  local ci = inc[c]
+  if not ci then ci = {divmod(c * P, C)}; inc[c] = ci end
+  local iw, ifr = ci[1], ci[2]
+  if iw > tauW or (iw == tauW and ifr > tauF) then
+    out[#out + 1] = 0
+  else
+    -- c fits from T = TAT + c·P - tau, rounded up to whole µs.
+    local sw, sf = tw + iw - tauW, tf + ifr - tauF
+    if sf < 0 then sw, sf = sw - 1, sf + C elseif sf >= C then sw, sf = sw + 1, sf - C end
+    if sf > 0 then sw = sw + 1 end
+    local at = math.max(sw, now)
+    if mw >= 0 and at - now > mw then
+      out[#out + 1] = now - at
+    else
+      tw, tf = tw + iw, tf + ifr
+      if tf >= C then tw, tf = tw + 1, tf - C end
+      out[#out + 1] = at
+      changed = true
+    end
+  end
+end
+
+if changed then
+  -- The key expires at the latest TAT it ever held: the TAT itself, unless
+  -- a give-back moved it back. Its write count then outlives every value
+  -- it held, and a key made after it expired starts beyond all of them, so
+  -- no value ever repeats.
+  local up = tw
+  if tf > 0 then up = up + 1 end
+  top = math.max(top, up)
+  seq = seq + 1
+  cur = string.format('%d:%d:%d:%d', tw, tf, seq, top)
+  redis.call('SET', key, cur, 'PX', math.ceil((top - now) / 1000))
+end
+out[2] = cur
+return out
+`
+
+// batchSHA is the SHA1 that EVALSHA names batchScript by.
+var batchSHA = func() string {
+	h := sha1.Sum([]byte(batchScript))
+	return hex.EncodeToString(h[:])
+}()

@@ -1,0 +1,139 @@
+package redislimit
+
+import (
+	"context"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A batch's state says who delivered it to the owner: exactly one of the
+// worker that made its calls, the timer of WithCallTimeout, or the owner
+// itself when it closes.
+const (
+	bPending int32 = iota
+	bAnswered
+	bTimedOut
+	bClosed
+)
+
+// pool holds the worker goroutines that make the script calls. One is
+// enough while Redis answers in time; a worker whose call outlived its
+// timeout is still waiting for go-redis (which bounds a call by its
+// ReadTimeout, and by the context only with ContextTimeoutEnabled), so the
+// next batch takes another. Workers outlive their batches so that their
+// stacks, grown once by go-redis's call path, are not grown again for
+// every call.
+type pool struct {
+	mu     sync.Mutex
+	idle   []*worker
+	closed bool
+	wg     sync.WaitGroup
+}
+
+type worker struct{ jobs chan *batch }
+
+// start hands b to an idle worker, starting one if none is idle. Owner
+// only.
+func (e *engine) start(b *batch) {
+	p := &e.workers
+	p.mu.Lock()
+	var w *worker
+	if n := len(p.idle); n > 0 {
+		w, p.idle = p.idle[n-1], p.idle[:n-1]
+	} else {
+		w = &worker{jobs: make(chan *batch, 1)}
+		p.wg.Add(1)
+		go pprof.Do(context.Background(), e.labels, func(context.Context) { e.work(w) })
+	}
+	p.mu.Unlock()
+	w.jobs <- b
+}
+
+// work is a worker's loop.
+func (e *engine) work(w *worker) {
+	defer e.workers.wg.Done()
+	for b := range w.jobs {
+		e.exec(b, false)
+		if !e.workers.put(w) {
+			return
+		}
+	}
+}
+
+// put makes w idle again, unless the pool is closed.
+func (p *pool) put(w *worker) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.idle = append(p.idle, w)
+	return true
+}
+
+// close stops the idle workers and waits for the busy ones to finish
+// their calls.
+func (p *pool) close() {
+	p.mu.Lock()
+	p.closed = true
+	for _, w := range p.idle {
+		close(w.jobs)
+	}
+	p.idle = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// exec makes a batch's script calls and, on a worker, delivers the
+// answers to the owner, unless the call timeout (or Close) delivered the
+// batch first: a call that outlives its timeout is counted as consumed and
+// its late answer dropped. With inline, on the direct path, it keeps the
+// answers for its caller to apply, and the timer that takes the batch
+// hands the state to the owner. It reports whether the answers count.
+func (e *engine) exec(b *batch, inline bool) bool {
+	if e.cfg.beforeCall != nil {
+		e.cfg.beforeCall()
+	}
+	if e.cfg.serverNow != nil {
+		now := strconv.FormatInt(e.cfg.serverNow(), 10)
+		for _, kc := range b.keys {
+			kc.args[4] = now
+		}
+	}
+	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, inline) })
+	b.s = e.stamp()
+	// The timer keeps the timeout; the context only stops a client with
+	// ContextTimeoutEnabled when the limiter closes.
+	as := e.call(e.ioCtx, b.keys)
+	b.timer.Stop()
+	if !b.state.CompareAndSwap(bPending, bAnswered) {
+		return false
+	}
+	b.r = e.stamp()
+	for i, kc := range b.keys {
+		kc.answer = as[i]
+	}
+	if !inline {
+		e.results <- b
+	}
+	return true
+}
+
+// timeout delivers b, whose calls did not answer within WithCallTimeout,
+// to the owner, and with inline the state too (see direct.go).
+func (e *engine) timeout(b *batch, inline bool) {
+	if !b.state.CompareAndSwap(bPending, bTimedOut) {
+		return
+	}
+	b.r = e.stamp()
+	for _, kc := range b.keys {
+		kc.err = &TimeoutError{After: e.cfg.callTimeout}
+	}
+	if inline {
+		e.tok.Store(tokOwner)
+	}
+	e.results <- b
+	e.kick()
+}
