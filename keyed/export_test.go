@@ -54,7 +54,7 @@ func WithRetiredHook(f func(e any)) Option { return optionFunc(func(c *config) {
 func Pin[K comparable](l *Limiter[K], e any) (gone bool) {
 	en := e.(*entry[K])
 	s, _ := l.shard(en.key)
-	return s.pin(en, time.Time{}).verdict == vGone
+	return s.pin(en, time.Time{}, false).verdict == vGone
 }
 
 // PinRaw counts a pin on e without looking at its cell: a caller that
@@ -69,4 +69,43 @@ func SendPinned[K comparable](l *Limiter[K], e any, cost int64) error {
 	c := s.roundTrip(context.Background(), s.newCall(context.Background(), opTry, en, cost, l.stamp()))
 	_, _, err := s.answer(context.Background(), c, en, cost)
 	return err
+}
+
+// Entry returns key's entry, or nil when the key is not live.
+func Entry[K comparable](l *Limiter[K], key K) any {
+	s, h := l.shard(key)
+	if e := s.tab.Load().find(key, h, l.tomb); e != nil {
+		return e
+	}
+	return nil
+}
+
+// AcquirePinned sends the Acquire of a caller that pinned e, for cost, to
+// the owner, and returns its error: a caller that checked its cost before
+// the owner lowered the key's burst.
+func AcquirePinned[K comparable](l *Limiter[K], e any, cost int64) error {
+	en := e.(*entry[K])
+	s, _ := l.shard(en.key)
+	c := s.roundTrip(context.Background(), s.newCall(context.Background(), opAcquire, en, cost, l.stamp()))
+	_, _, err := s.answer(context.Background(), c, en, cost)
+	return err
+}
+
+// FastPath reports whether a request for key would be decided on the
+// caller's goroutine now: the key is live with a lock-free state, nothing
+// of it is at the owner, and its gate is open.
+func FastPath[K comparable](l *Limiter[K], key K) bool {
+	s, h := l.shard(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.tab.Load().find(key, h, l.tomb)
+	if e == nil {
+		return false
+	}
+	w := e.word.Load()
+	if w != fCell && w != fLockFree {
+		return false
+	}
+	_, open := s.try(e, w == fCell, l.cfg.clock.Now(), 0, true)
+	return open
 }
