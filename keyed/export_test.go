@@ -109,3 +109,18 @@ func FastPath[K comparable](l *Limiter[K], key K) bool {
 	_, open := s.try(e, w == fCell, l.cfg.clock.Now(), 0, true)
 	return open
 }
+
+// WithDetachedHook makes the owners call f with the entry of a cell key
+// right after detaching its cell (SetRate), before its flags say it is no
+// longer a cell: where a caller that found it a cell races the change.
+func WithDetachedHook(f func(e any)) Option { return optionFunc(func(c *config) { c.detached = f }) }
+
+// DecideOnCell decides for cost units on e's cell as the fast path does
+// once it has found the key a cell with nothing pinned, and reports
+// whether the cell was open.
+func DecideOnCell[K comparable](l *Limiter[K], e any, cost int64) (ok, open bool) {
+	en := e.(*entry[K])
+	s, _ := l.shard(en.key)
+	d, open := s.try(en, true, l.cfg.clock.Now(), cost, false)
+	return d.Allowed, open
+}

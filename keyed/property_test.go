@@ -36,6 +36,8 @@ const (
 	cancelIt
 	tryIt
 	closeIt
+	rateIt  // SetRate(key, rate), on a subject that can (tune_property_test.go)
+	burstIt // SetBurst(key, burst)
 )
 
 type event struct {
@@ -45,6 +47,7 @@ type event struct {
 	key      int
 	cost     int64
 	deadline time.Duration
+	rate     algorithms.Rate // rateIt; burstIt's burst is cost
 }
 
 func script(rng *rand.Rand, keys int, capacity int64) []event {
@@ -97,8 +100,10 @@ type subject interface {
 type perKey struct {
 	mu   sync.Mutex
 	make func() algorithms.Algorithm
-	lims map[int]*actor.Limiter
-	done bool
+	// forKey, if set, makes each key's algorithm instead of make.
+	forKey func(key int) algorithms.Algorithm
+	lims   map[int]*actor.Limiter
+	done   bool
 }
 
 func (p *perKey) get(key int) *actor.Limiter {
@@ -106,7 +111,11 @@ func (p *perKey) get(key int) *actor.Limiter {
 	defer p.mu.Unlock()
 	l := p.lims[key]
 	if l == nil {
-		l = actor.New(p.make())
+		if p.forKey != nil {
+			l = actor.New(p.forKey(key))
+		} else {
+			l = actor.New(p.make())
+		}
 		if p.done {
 			l.Close()
 		}
@@ -180,6 +189,8 @@ func play(t *testing.T, newSubject func() subject, evs []event) (arrivals map[in
 				tries = append(tries, r)
 			case closeIt:
 				require.NoError(t, l.Close())
+			case rateIt, burstIt:
+				tries = append(tries, tune(l.(tunable), ev))
 			}
 			synctest.Wait()
 		}

@@ -122,6 +122,13 @@ func (s *shard[K]) tune(c *call[K]) {
 // retune changes e's algorithm; a cell key first gets one of its own. A
 // setting its algorithm refuses changes nothing: it is tried on a copy of
 // a cell first, so that a cell key stays one.
+//
+// Callers read a key's capacity and rate from their own goroutines (the
+// capacity check, the Quota). An algorithm with a lock-free form keeps its
+// configuration in atomic words, and is changed in place, beside its
+// fast-path callers; any other (a sliding window) is changed on a copy,
+// which then replaces it: only the owner decides on such a key, and the
+// algorithm callers may be reading is never written again.
 func (s *shard[K]) retune(e *entry[K], now int64, rate algorithms.Rate, burst int64) error {
 	t := s.l.t(now)
 	if e.isCell() {
@@ -130,8 +137,23 @@ func (s *shard[K]) retune(e *entry[K], now int64, rate algorithms.Rate, burst in
 		}
 		s.detach(e)
 	}
-	if err := setLimit(e.alg(), t, rate, burst); err != nil {
-		return err
+	if _, ok := e.alg().(algorithms.Gated); ok {
+		if err := setLimit(e.alg(), t, rate, burst); err != nil {
+			return err
+		}
+	} else {
+		c, ok := e.alg().(algorithms.Cloner)
+		if !ok {
+			return fmt.Errorf("%w: %T has no lock-free form and cannot be copied, so keyed cannot change it beside its callers", ErrNotTunable, e.alg())
+		}
+		alg := c.Clone()
+		if err := setLimit(alg, t, rate, burst); err != nil {
+			return err
+		}
+		old := e.x.Load()
+		x := &extra[K]{alg: alg, keep: old.keep}
+		x.w.Store(old.w.Load())
+		e.x.Store(x)
 	}
 	s.relock(e)
 	// A change counts as a use that could have emptied the key: it is not
@@ -167,6 +189,9 @@ func setLimit(alg algorithms.Algorithm, t time.Time, rate algorithms.Rate, burst
 func (s *shard[K]) detach(e *entry[K]) {
 	s.mu.Lock()
 	x := &extra[K]{alg: s.cells().Detach(&e.cell)}
+	if hook := s.l.cfg.detached; hook != nil {
+		hook(e)
+	}
 	x.w.Store(e.waiters())
 	e.x.Store(x) // before the flags: a caller that sees them changed finds alg
 	for {

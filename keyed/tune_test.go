@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -256,5 +257,39 @@ func TestRefusalsAreRetryLater(t *testing.T) {
 		_, err = lq.Acquire(context.Background(), "k", 1) // the owner refuses: the queue is full
 		assert.Equal(t, permits.RetryLater(200*time.Millisecond), err)
 		wg.Wait()
+	})
+}
+
+// A caller that found a key a cell, without a lock, may decide on it or
+// pin it while the owner detaches it for SetRate. From the detach on, the
+// cell decides nothing (its admissions before are in the key's new GCRA:
+// algorithms' TestDetachIsOneStepWithTheFastPath), and a pin without a
+// lock sees it out of use, before the key's flags change and after, and
+// looks again under the write lock, where it finds the key whole.
+func TestACallerOnADetachedCellLooksAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lim atomic.Pointer[keyed.Limiter[string]]
+		type seen struct{ open, gone bool }
+		hooked := make(chan seen, 1)
+		l := newLimiter(t, gcraPer[string](algorithms.PerSecond(10), 3), keyed.WithDetachedHook(func(e any) {
+			_, open := keyed.DecideOnCell(lim.Load(), e, 1)
+			hooked <- seen{open, keyed.Pin(lim.Load(), e)}
+		}))
+		lim.Store(l)
+		_, err := l.TryAcquire("k", 1)
+		require.NoError(t, err)
+		e := keyed.Entry(l, "k")
+		require.NoError(t, l.SetRate("k", algorithms.PerSecond(10)))
+		got := <-hooked
+		assert.False(t, got.open, "the detached cell decides nothing")
+		assert.True(t, got.gone, "a pin without a lock looks again, before the flags change")
+		assert.True(t, keyed.Pin(l, e), "and after")
+		assert.Same(t, e, keyed.Entry(l, "k"), "the same key, with an algorithm of its own")
+		for range 2 {
+			_, err = l.TryAcquire("k", 1)
+			require.NoError(t, err, "the two units the cell had left")
+		}
+		_, err = l.TryAcquire("k", 1)
+		assert.ErrorIs(t, err, permits.ErrRateLimited)
 	})
 }
