@@ -115,11 +115,12 @@ func (l *Limiter[K]) AcquireQuota(ctx context.Context, key K, cost int64) (permi
 }
 
 // TryAcquire returns a permit for cost units of key if they are available
-// now and nobody waits on the key; it never waits. A refusal is a
-// *permits.RateLimitError whose RetryAfter is exact when nobody waits on
-// the key and, while others wait, at least the time until the last of
-// them is granted, given without asking the owner. Its other errors are
-// Acquire's.
+// now and nobody waits on the key; it never waits. A refusal is
+// permits.RetryLater's: it matches permits.ErrRateLimited, errors.As finds
+// a *permits.RateLimitError in it, and its RetryAfter is exact when nobody
+// waits on the key and, while others wait, at least the time until the
+// last of them is granted, given without asking the owner. Its other
+// errors are Acquire's.
 func (l *Limiter[K]) TryAcquire(key K, cost int64) (permits.Permit, error) {
 	p, _, err := l.try(key, cost, false)
 	return p, err

@@ -22,15 +22,15 @@ import (
 // the new rate); the lock-free paths see the new rate atomically. Other
 // keys are not touched. It returns once the key's owner has applied it.
 //
-// The new rate holds for as long as the key is live: until its state is
-// full again and nobody uses it (WithIdleTimeout), when the key is dropped
-// as any idle key is, and its next request makes it anew with the
-// constructor given to New. A key that is not live is made first, with the
-// constructor, and then changed, so the setting is not lost however soon
-// the key is used; but an idle key keeps it only until it is dropped. A
-// limit that must outlast idleness belongs in the constructor (have it read
-// the key's current setting), with SetRate for the keys live at the
-// moment.
+// The new rate holds for as long as the key is live. A changed key is
+// kept, even full and unused, for its window at the new configuration
+// (the time its state takes to refill from empty, 10ms at the least) plus
+// WithIdleTimeout; after that it is dropped as any key is once it is full
+// and unused, and its next request makes it anew with the constructor
+// given to New. A key that is not live is made first, with the
+// constructor, and then changed, so the setting is not lost. A limit that
+// must outlast idleness belongs in the constructor (have it read the key's
+// current setting), with SetRate for the keys live at the moment.
 //
 // A key that was a cell (see the package doc) gets an algorithm of its
 // own, a GCRA that carries on exactly from its cell, taken out of the cell
