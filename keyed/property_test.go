@@ -235,28 +235,39 @@ func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
 				want, wantTries := play(t, func() subject {
 					return &perKey{make: cfg.make, lims: map[int]*actor.Limiter{}}
 				}, evs)
-				for id, w := range want {
-					if got[id] != w {
-						t.Fatalf("seed %d: arrival %d: keyed %+v, actor %+v\nscript: %+v", seed, id, got[id], w, evs)
-					}
-					if w.granted && w.at > 0 {
-						waited++
-					}
-					if !w.granted {
-						refused++
-					}
-				}
-				require.Len(t, gotTries, len(wantTries))
-				for i, w := range wantTries {
-					g := gotTries[i]
-					if g.granted != w.granted || g.err != w.err || g.at < w.at {
-						t.Fatalf("seed %d: TryAcquire %d: keyed %+v, actor %+v", seed, i, g, w)
-					}
-				}
+				w, r := compareRuns(t, seed, evs, got, want, gotTries, wantTries)
+				waited, refused = waited+w, refused+r
 			}
 			require.Greater(t, waited, seeds*5, "grants after waiting")
 			require.Greater(t, refused, seeds, "refusals and cancellations")
 			t.Logf("%d waited, %d refused over %d scripts", waited, refused, seeds)
 		})
 	}
+}
+
+// compareRuns fails t unless the keyed run of evs (got) had the outcomes
+// of the actor run (want), and returns how many arrivals were granted
+// after waiting, and how many were refused. The other outcomes, in order
+// (TryAcquires, and changes where the script has them), must be alike, a
+// TryAcquire's RetryAfter no smaller in keyed (see the top of the file).
+func compareRuns(t *testing.T, seed uint64, evs []event, got, want map[int]result, gotOthers, wantOthers []result) (waited, refused int) {
+	t.Helper()
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("seed %d: arrival %d: keyed %+v, actor %+v\nscript: %+v", seed, id, got[id], w, evs)
+		}
+		if w.granted && w.at > 0 {
+			waited++
+		}
+		if !w.granted {
+			refused++
+		}
+	}
+	require.Len(t, gotOthers, len(wantOthers))
+	for i, w := range wantOthers {
+		if g := gotOthers[i]; g.granted != w.granted || g.err != w.err || g.at < w.at {
+			t.Fatalf("seed %d: TryAcquire or change %d: keyed %+v, actor %+v\nscript: %+v", seed, i, g, w, evs)
+		}
+	}
+	return waited, refused
 }

@@ -119,21 +119,8 @@ func TestPropertyTunedKeysBehaveAsOneActorLimiterPerKey(t *testing.T) {
 				want, wantOthers := play(t, func() subject {
 					return &perKey{forKey: cfg.make, lims: map[int]*actor.Limiter{}}
 				}, evs)
-				for id, w := range want {
-					if got[id] != w {
-						t.Fatalf("seed %d: arrival %d: keyed %+v, actor %+v\nscript: %+v", seed, id, got[id], w, evs)
-					}
-					if w.granted && w.at > 0 {
-						waited++
-					}
-				}
-				require.Len(t, gotOthers, len(wantOthers))
-				for i, w := range wantOthers {
-					g := gotOthers[i]
-					if g.granted != w.granted || g.err != w.err || g.at < w.at {
-						t.Fatalf("seed %d: TryAcquire or change %d: keyed %+v, actor %+v\nscript: %+v", seed, i, g, w, evs)
-					}
-				}
+				w, _ := compareRuns(t, seed, evs, got, want, gotOthers, wantOthers)
+				waited += w
 				for _, ev := range evs {
 					if ev.kind == rateIt || ev.kind == burstIt {
 						changed++
