@@ -177,11 +177,7 @@ func (c *Cells) Advance(now time.Time) {
 // in an earlier one. Owner only; safe beside fast-path callers.
 func (c *Cells) Refresh(cell *Cell) {
 	for {
-		e := c.ep.Load()
-		w := cell.w.Load()
-		if c.ep.Load() != e {
-			continue // w may be of the generation just started
-		}
+		e, w := c.read(cell)
 		if w == retiredWord || gen(w) == e.gen&3 || cell.w.CompareAndSwap(w, e.convert(w)) {
 			return
 		}
@@ -220,20 +216,14 @@ func (c *Cells) Revive(cell *Cell) { cell.w.CompareAndSwap(retiredWord, 0) }
 // configuration admit exactly alike). A retired cell clones as a full one.
 // Owner only.
 func (c *Cells) Clone(cell *Cell) Algorithm {
-	for {
-		e := c.ep.Load()
-		w := cell.w.Load()
-		if c.ep.Load() != e {
-			continue
-		}
-		switch {
-		case w == retiredWord:
-			w = 0
-		case gen(w) != e.gen&3:
-			w = e.convert(w)
-		}
-		return c.gcra(e, w&tickMask)
+	e, w := c.read(cell)
+	switch {
+	case w == retiredWord:
+		w = 0
+	case gen(w) != e.gen&3:
+		w = e.convert(w)
 	}
+	return c.gcra(e, w&tickMask)
 }
 
 // Detach takes cell out of use whatever its state, and returns a GCRA that
@@ -249,11 +239,7 @@ func (c *Cells) Clone(cell *Cell) Algorithm {
 // cells that Retire took out of use. Owner only.
 func (c *Cells) Detach(cell *Cell) *GCRA {
 	for {
-		e := c.ep.Load()
-		w := cell.w.Load()
-		if c.ep.Load() != e {
-			continue
-		}
+		e, w := c.read(cell)
 		switch {
 		case w == retiredWord:
 			return c.gcra(e, 0)
@@ -261,6 +247,19 @@ func (c *Cells) Detach(cell *Cell) *GCRA {
 			cell.w.CompareAndSwap(w, e.convert(w))
 		case cell.w.CompareAndSwap(w, retiredWord):
 			return c.gcra(e, w&(gateBit|tickMask))
+		}
+	}
+}
+
+// read returns the current epoch and cell's word, read between two loads
+// of the epoch that found it the same: the word is then of that epoch's
+// generation or one of the three before, never of one just started.
+func (c *Cells) read(cell *Cell) (*cellEpoch, uint64) {
+	for {
+		e := c.ep.Load()
+		w := cell.w.Load()
+		if c.ep.Load() == e {
+			return e, w
 		}
 	}
 }

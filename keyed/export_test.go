@@ -64,9 +64,13 @@ func PinRaw[K comparable](e any) { e.(*entry[K]).word.Add(pinStep) }
 // SendPinned sends the request of a caller that pinned e, for cost, to the
 // owner, as TryAcquire does, and returns its error.
 func SendPinned[K comparable](l *Limiter[K], e any, cost int64) error {
+	return sendPinned(l, e, opTry, cost)
+}
+
+func sendPinned[K comparable](l *Limiter[K], e any, o op, cost int64) error {
 	en := e.(*entry[K])
 	s, _ := l.shard(en.key)
-	c := s.roundTrip(context.Background(), s.newCall(context.Background(), opTry, en, cost, l.stamp()))
+	c := s.roundTrip(context.Background(), s.newCall(context.Background(), o, en, cost, l.stamp()))
 	_, _, err := s.answer(context.Background(), c, en, cost)
 	return err
 }
@@ -84,11 +88,7 @@ func Entry[K comparable](l *Limiter[K], key K) any {
 // the owner, and returns its error: a caller that checked its cost before
 // the owner lowered the key's burst.
 func AcquirePinned[K comparable](l *Limiter[K], e any, cost int64) error {
-	en := e.(*entry[K])
-	s, _ := l.shard(en.key)
-	c := s.roundTrip(context.Background(), s.newCall(context.Background(), opAcquire, en, cost, l.stamp()))
-	_, _, err := s.answer(context.Background(), c, en, cost)
-	return err
+	return sendPinned(l, e, opAcquire, cost)
 }
 
 // FastPath reports whether a request for key would be decided on the
