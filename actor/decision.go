@@ -33,10 +33,11 @@ func (l *Limiter) TryAcquireQuota(cost int64) (permits.Permit, permits.Quota, er
 		if d.Allowed {
 			return permits.NewPermit(cost, nil, nil), q, nil
 		}
-		return permits.Permit{}, q, &permits.RateLimitError{RetryAfter: q.RetryAfter}
+		return permits.Permit{}, q, permits.RetryLater(q.RetryAfter)
 	}
 	if wait, behind := l.behind(); behind {
-		return permits.Permit{}, quota.Behind(l.rate.alg, wait), &permits.RateLimitError{RetryAfter: wait}
+		q := permits.Quota{Limit: l.rate.cap.Load(), Reset: wait, RetryAfter: wait, Window: time.Duration(l.rate.win.Load())}
+		return permits.Permit{}, q, permits.RetryLater(wait)
 	}
 	now := l.rt.stamp()
 	c := l.rt.newCallFor(context.Background(), opTry, cost, now, false)
@@ -45,7 +46,7 @@ func (l *Limiter) TryAcquireQuota(cost int64) (permits.Permit, permits.Quota, er
 	x.remaining, x.reset = -1, 0
 	res := l.rt.roundTrip(context.Background(), c, true)
 	p, err := l.result(context.Background(), res, cost)
-	q := permits.Quota{Limit: l.rate.cap.Load(), Remaining: -1, Window: quota.Window(l.rate.alg)}
+	q := permits.Quota{Limit: l.rate.cap.Load(), Remaining: -1, Window: time.Duration(l.rate.win.Load())}
 	if res.status == stGranted || res.status == stLimited {
 		q.Remaining, q.Reset = res.remaining, max(time.Duration(res.reset-now), 0)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/quota"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -63,6 +64,7 @@ func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
 	p.gated, _ = alg.(algorithms.Gated)
 	p.cloner, _ = alg.(algorithms.Cloner)
 	p.cap.Store(alg.Capacity())
+	p.win.Store(int64(quota.Window(alg)))
 	l := &Limiter{rate: p, gated: p.gated}
 	l.rt = newRuntime(cfg, p, pprof.Labels("sluice.limiter", cfg.name, "sluice.algorithm", algorithmName(alg)))
 	p.epoch = l.rt.epoch

@@ -29,8 +29,12 @@ type ratePolicy struct {
 	last  algorithms.Receipt      // of the latest admission on the real state
 	lastD algorithms.Decision     // the latest admit's decision, for quota
 	cap   atomic.Int64            // the algorithm's capacity, which SetBurst changes
+	win   atomic.Int64            // quota.Window of the algorithm, which SetRate changes
 	lanes atomic.Pointer[laneSet] // nil until the limiter's first lane (lane.go)
 	fair  atomic.Bool             // the owner is switching, or has switched, to lanes
+	// cap and win are what callers' goroutines read of the configuration:
+	// the algorithm's own Capacity and Rate are the owner's (a sliding
+	// window changes them in place).
 }
 
 func (p *ratePolicy) t(ns int64) time.Time { return p.epoch.Add(time.Duration(ns)) }

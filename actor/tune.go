@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/quota"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -209,6 +210,7 @@ func (p *ratePolicy) tune(now int64, rate algorithms.Rate, burst int64) error {
 		return err
 	}
 	p.cap.Store(p.alg.Capacity())
+	p.win.Store(int64(quota.Window(p.alg)))
 	return nil
 }
 

@@ -293,3 +293,36 @@ func TestTryAcquireAtTheEndOfAPause(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaBesideSetRateOnAWindow: TryAcquireQuota reads the limit and the
+// window from what the owner publishes, not from the algorithm, which a
+// sliding window's SetRate changes in place on the owner (-race caught it).
+func TestQuotaBesideSetRateOnAWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(2))
+		require.NoError(t, err)
+		l := actor.New(w)
+		defer l.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		require.True(t, l.Allow())
+		require.True(t, l.Allow())
+		go func() { _, _ = l.Acquire(ctx, 1) }() // a waiter: TryAcquireQuota answers from the published word
+		synctest.Wait()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 50 {
+				assert.NoError(t, l.SetRate(algorithms.Rate{Count: int64(2 + i%2), Per: time.Second}))
+			}
+		}()
+		for range 50 {
+			_, q, err := l.TryAcquireQuota(1)
+			assert.ErrorIs(t, err, permits.ErrRateLimited)
+			assert.Contains(t, []int64{2, 3}, q.Limit)
+			assert.Equal(t, time.Second, q.Window)
+		}
+		<-done
+		cancel()
+	})
+}

@@ -177,11 +177,7 @@ func (c *Cells) Advance(now time.Time) {
 // in an earlier one. Owner only; safe beside fast-path callers.
 func (c *Cells) Refresh(cell *Cell) {
 	for {
-		e := c.ep.Load()
-		w := cell.w.Load()
-		if c.ep.Load() != e {
-			continue // w may be of the generation just started
-		}
+		e, w := c.read(cell)
 		if w == retiredWord || gen(w) == e.gen&3 || cell.w.CompareAndSwap(w, e.convert(w)) {
 			return
 		}
@@ -220,23 +216,61 @@ func (c *Cells) Revive(cell *Cell) { cell.w.CompareAndSwap(retiredWord, 0) }
 // configuration admit exactly alike). A retired cell clones as a full one.
 // Owner only.
 func (c *Cells) Clone(cell *Cell) Algorithm {
+	e, w := c.read(cell)
+	switch {
+	case w == retiredWord:
+		w = 0
+	case gen(w) != e.gen&3:
+		w = e.convert(w)
+	}
+	return c.gcra(e, w&tickMask)
+}
+
+// Detach takes cell out of use whatever its state, and returns a GCRA that
+// carries on from it: the same configuration, the same TAT and the same
+// gate, so that it admits exactly what the cell would have (no capacity
+// lost or gained), and can then be given a configuration of its own
+// (Tunable). It is one atomic step with the decisions of every other
+// goroutine, as Retire is: an admission made before it is in the GCRA, and
+// a decision after it finds the cell retired (TryAllowAt and TryAdmitAt
+// report the gate closed, Retired reports true), so a caller that finds
+// the cell retired looks for its key's state elsewhere. A cell retired
+// already detaches as a full one. The cell stays retired: Revive is for
+// cells that Retire took out of use. Owner only.
+func (c *Cells) Detach(cell *Cell) *GCRA {
+	for {
+		e, w := c.read(cell)
+		switch {
+		case w == retiredWord:
+			return c.gcra(e, 0)
+		case gen(w) != e.gen&3:
+			cell.w.CompareAndSwap(w, e.convert(w))
+		case cell.w.CompareAndSwap(w, retiredWord):
+			return c.gcra(e, w&(gateBit|tickMask))
+		}
+	}
+}
+
+// read returns the current epoch and cell's word, read between two loads
+// of the epoch that found it the same: the word is then of that epoch's
+// generation or one of the three before, never of one just started.
+func (c *Cells) read(cell *Cell) (*cellEpoch, uint64) {
 	for {
 		e := c.ep.Load()
 		w := cell.w.Load()
-		if c.ep.Load() != e {
-			continue
+		if c.ep.Load() == e {
+			return e, w
 		}
-		switch {
-		case w == retiredWord:
-			w = 0
-		case gen(w) != e.gen&3:
-			w = e.convert(w)
-		}
-		g := &GCRA{}
-		g.c.ep.Store(&tatEpoch{tatConfig: c.cfg, origin: e.origin})
-		g.c.state.Store(w & tickMask)
-		return g
 	}
+}
+
+// gcra returns a GCRA of c's configuration counting from e's origin, whose
+// word is w (gate and TAT, generation 0).
+func (c *Cells) gcra(e *cellEpoch, w uint64) *GCRA {
+	g := &GCRA{}
+	g.c.ep.Store(&tatEpoch{tatConfig: c.cfg, origin: e.origin})
+	g.c.state.Store(w)
+	return g
 }
 
 // Adopt makes cell the state of alg, and reports true, when alg is a GCRA,

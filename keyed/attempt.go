@@ -41,11 +41,12 @@ func (s *shard[K]) limit(a attempt[K]) permits.Quota {
 // looks again. Another key is found again and decided on under the shard's
 // read lock, as the owner drops those under the write lock. A new key is
 // made, and first decided on, under the write lock. With wait, a denial
-// pins the key for the owner instead of refusing.
+// pins the key for the owner instead of refusing; cost 0 (a control
+// request: SetRate, SetBurst) only pins it.
 func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attempt[K], error) {
 	if e := s.tab.Load().find(key, h, s.l.tomb); e != nil {
 		if e.isCell() {
-			if a, err := s.decide(e, cost, full, wait, time.Time{}); a.verdict != vGone {
+			if a, err := s.decide(e, cost, full, wait, time.Time{}, false); a.verdict != vGone {
 				return a, err
 			}
 		} else {
@@ -53,7 +54,7 @@ func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attemp
 			// drops these under the write lock.
 			s.mu.RLock()
 			if e = s.tab.Load().find(key, h, s.l.tomb); e != nil {
-				a, err := s.decide(e, cost, full, wait, time.Time{})
+				a, err := s.decide(e, cost, full, wait, time.Time{}, true)
 				s.mu.RUnlock()
 				return a, err
 			}
@@ -64,7 +65,7 @@ func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attemp
 	if err != nil {
 		return attempt[K]{}, err
 	}
-	a, err := s.decide(e, cost, full, wait, now) // never vGone: nothing is dropped under the write lock
+	a, err := s.decide(e, cost, full, wait, now, true) // never vGone: nothing is dropped or detached under the write lock
 	s.mu.Unlock()
 	return a, err
 }
@@ -103,23 +104,32 @@ func (s *shard[K]) create(key K, h uint64) (*entry[K], time.Time, error) {
 	return e, now, nil
 }
 
-// decide is the fast path: under the shard's lock for a key that is not a
-// cell key, lock-free for a cell key. now is a clock reading to decide at,
-// or the zero Time to read one.
-func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time) (attempt[K], error) {
+// decide is the fast path: under the shard's lock (locked) for a key that
+// is not a cell key, lock-free for a cell key. now is a clock reading to
+// decide at, or the zero Time to read one.
+//
+// A cell key found without a lock may stop being one while the caller
+// looks: the owner detaches its cell to give it a configuration of its own
+// (SetRate), under the write lock and in one atomic step with the
+// decisions on the cell. Such a caller decides only on the cell, which
+// then reports the gate closed, and never on the key's new algorithm
+// without the read lock (the owner drops those under the write lock): pin
+// sends it to look again.
+func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time, locked bool) (attempt[K], error) {
 	if c := s.capacity(e); cost > c {
 		return attempt[K]{e: e}, permits.CostExceedsCapacity(cost, c)
 	}
-	if w := e.word.Load(); w == fCell || w == fLockFree { // lock-free, and nothing at the owner for this key
+	// Lock-free, and nothing at the owner for this key.
+	if w := e.word.Load(); cost > 0 && (w == fCell || locked && w == fLockFree) {
 		if now.IsZero() {
 			now = s.l.cfg.clock.Now()
 		}
-		d, open := s.try(e, now, cost, full)
+		d, open := s.try(e, w == fCell, now, cost, full)
 		if open {
 			if d.Allowed || !wait {
 				return attempt[K]{e: e, verdict: vDecided, now: now, d: d}, nil
 			}
-			return s.pin(e, now), nil
+			return s.pin(e, now, locked), nil
 		}
 	}
 	// A retired cell has no waiters: pin finds it gone.
@@ -128,7 +138,7 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 			return attempt[K]{e: e, verdict: vBehind, wait: max(time.Duration(w.tail.Load()-s.l.stamp()), 1)}, nil
 		}
 	}
-	return s.pin(e, time.Time{}), nil
+	return s.pin(e, time.Time{}, locked), nil
 }
 
 // pin records a request for e on its way to the owner, whose arrival is
@@ -137,9 +147,11 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 // retires a cell first, and then looks at the pins (shard.drop). So either
 // the owner sees the pin and revives the cell, or the caller sees the cell
 // retired, takes its pin back and looks for the key under the write lock.
-func (s *shard[K]) pin(e *entry[K], now time.Time) attempt[K] {
+// A caller without a lock that finds the key no longer a cell (detached)
+// looks again the same way: only under a lock may it pin such a key.
+func (s *shard[K]) pin(e *entry[K], now time.Time, locked bool) attempt[K] {
 	e.word.Add(pinStep)
-	if e.isCell() && s.cells().Retired(&e.cell) {
+	if !locked && (!e.isCell() || s.cells().Retired(&e.cell)) {
 		e.unpin()
 		return attempt[K]{verdict: vGone}
 	}

@@ -1,24 +1,22 @@
 package keyed
 
-import "time"
+import (
+	"time"
 
-// Clock is the seam through which the owners read time and sleep, as in
-// package actor. The default is package time, so testing/synctest works
-// (create the Limiter inside the bubble); replace it only for simulations
-// that drive time themselves.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
+	"github.com/sluicehq/sluice/actor"
+)
 
-// Timer is the part of *time.Timer an owner uses, with the semantics of Go
-// 1.23 and later: after Reset or Stop returns, no stale value is received
-// from C.
-type Timer interface {
-	C() <-chan time.Time
-	Reset(d time.Duration) bool
-	Stop() bool
-}
+// Clock is the seam through which the owners read time and sleep: the same
+// interface as actor.Clock, so that one clock serves both packages. The
+// default is package time, so testing/synctest works (create the Limiter
+// inside the bubble); replace it only for simulations that drive time
+// themselves.
+type Clock = actor.Clock
+
+// Timer is actor.Timer: the part of *time.Timer an owner uses, with the
+// semantics of Go 1.23 and later (after Reset or Stop returns, no stale
+// value is received from C).
+type Timer = actor.Timer
 
 type systemClock struct{}
 

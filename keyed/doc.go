@@ -33,6 +33,14 @@
 // window) under the shard's read lock, as the owner drops those under the
 // write lock.
 //
+// SetRate and SetBurst change one key's limit while it runs, as
+// actor.Limiter's do for one limit: applied by the key's owner in order
+// with its other requests, its waiters re-timed at once, nothing granted
+// taken back. A cell key first gets a GCRA of its own that carries on
+// exactly from its cell. The setting holds while the key is live (at
+// least its window after the change); once the key is idle and dropped,
+// the constructor's configuration applies again.
+//
 // The design, its invariants and its costs are in docs/http.md and
 // docs/design.md.
 package keyed

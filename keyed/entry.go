@@ -38,6 +38,10 @@ type extra[K comparable] struct {
 	// w holds the key's waiters while it has any; the owner sets it, the
 	// fast path reads the RetryAfter it publishes.
 	w atomic.Pointer[waiters[K]]
+	// keep is the instant before which a key changed by SetRate or
+	// SetBurst does not count as full, so that the change outlives it
+	// (see shard.full). Owner only.
+	keep int64
 }
 
 const (

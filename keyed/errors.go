@@ -3,6 +3,8 @@ package keyed
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluicehq/sluice/actor"
 )
 
 // ErrTooManyKeys is matched by the error a Limiter returns, at once and
@@ -14,6 +16,14 @@ var ErrTooManyKeys = errors.New("keyed: too many live keys")
 // ErrInvalidConfig is matched by every error New returns for options or a
 // constructor it cannot use.
 var ErrInvalidConfig = errors.New("keyed: invalid configuration")
+
+// ErrNotTunable is matched by the error of SetRate or SetBurst for a key
+// whose algorithm cannot change (it does not implement algorithms.Tunable),
+// and of SetBurst for a key with a window, which has no burst. It is
+// actor.ErrNotTunable itself, not a sentinel of keyed's own: the condition
+// is the same, and code that tunes either kind of limiter (a client that
+// lowers its rate on a 429) matches one error.
+var ErrNotTunable = actor.ErrNotTunable
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)

@@ -23,6 +23,7 @@ type op uint8
 const (
 	opAcquire op = iota
 	opTry
+	opTune // SetRate or SetBurst: c.tune says which
 )
 
 type status uint8
@@ -33,6 +34,7 @@ const (
 	stDeadline        // refused because the deadline is before the grant
 	stClosed
 	stCanceled
+	stTooLarge // the cost no longer fits the key's capacity; n holds the capacity
 )
 
 // call is one caller's round trip: its request, its reply channel and its
@@ -50,6 +52,7 @@ type call[K comparable] struct {
 	n          int64 // stGranted: the instant granted at; refusals: RetryAfter in ns
 	remaining  int64 // the key's Remaining after the decision
 	reset      int64 // ns from the decision until the key is full again
+	tune       *tuning
 	op         op
 	status     status
 	hasDL      bool
@@ -61,7 +64,7 @@ func (s *shard[K]) newCall(ctx context.Context, o op, e *entry[K], cost, at int6
 		c = &call[K]{reply: make(chan struct{}, 2)}
 		c.node.Value = c
 	}
-	c.status, c.op, c.e = 0, o, e
+	c.status, c.op, c.e, c.tune = 0, o, e, nil
 	c.node.Cost, c.arrival = cost, at
 	c.hasDL = false
 	if dl, ok := ctx.Deadline(); ok {

@@ -115,11 +115,12 @@ func (l *Limiter[K]) AcquireQuota(ctx context.Context, key K, cost int64) (permi
 }
 
 // TryAcquire returns a permit for cost units of key if they are available
-// now and nobody waits on the key; it never waits. A refusal is a
-// *permits.RateLimitError whose RetryAfter is exact when nobody waits on
-// the key and, while others wait, at least the time until the last of
-// them is granted, given without asking the owner. Its other errors are
-// Acquire's.
+// now and nobody waits on the key; it never waits. A refusal is
+// permits.RetryLater's: it matches permits.ErrRateLimited, errors.As finds
+// a *permits.RateLimitError in it, and its RetryAfter is exact when nobody
+// waits on the key and, while others wait, at least the time until the
+// last of them is granted, given without asking the owner. Its other
+// errors are Acquire's.
 func (l *Limiter[K]) TryAcquire(key K, cost int64) (permits.Permit, error) {
 	p, _, err := l.try(key, cost, false)
 	return p, err
@@ -147,7 +148,7 @@ func (l *Limiter[K]) try(key K, cost int64, full bool) (permits.Permit, permits.
 		return s.decided(a, cost, full)
 	case vBehind:
 		s.rejected.Add(1)
-		return permits.Permit{}, quota.Behind(s.template(a.e), a.wait), &permits.RateLimitError{RetryAfter: a.wait}
+		return permits.Permit{}, quota.Behind(s.template(a.e), a.wait), permits.RetryLater(a.wait)
 	}
 	c := s.roundTrip(context.Background(), s.newCall(context.Background(), opTry, a.e, cost, l.stamp()))
 	return s.answer(context.Background(), c, a.e, cost)
@@ -187,7 +188,7 @@ func (s *shard[K]) decided(a attempt[K], cost int64, full bool) (permits.Permit,
 		return permits.NewPermit(cost, nil, nil), q, nil
 	}
 	s.rejected.Add(1)
-	return permits.Permit{}, q, &permits.RateLimitError{RetryAfter: max(a.d.RetryAt.Sub(a.now), 1)}
+	return permits.Permit{}, q, permits.RetryLater(a.d.RetryAt.Sub(a.now))
 }
 
 // answer maps the owner's answer in c to the API and pools c.
@@ -202,11 +203,12 @@ func (s *shard[K]) answer(ctx context.Context, c *call[K], e *entry[K], cost int
 	case stLimited, stDeadline:
 		q.RetryAfter = time.Duration(n)
 		q.Reset = max(q.Reset, q.RetryAfter)
-		err := &permits.RateLimitError{RetryAfter: q.RetryAfter}
 		if st == stDeadline {
-			err.Cause = context.DeadlineExceeded
+			return permits.Permit{}, q, &permits.RateLimitError{RetryAfter: q.RetryAfter, Cause: context.DeadlineExceeded}
 		}
-		return permits.Permit{}, q, err
+		return permits.Permit{}, q, permits.RetryLater(q.RetryAfter)
+	case stTooLarge:
+		return permits.Permit{}, permits.Quota{Limit: n}, permits.CostExceedsCapacity(cost, n)
 	case stCanceled:
 		if err := ctx.Err(); err != nil {
 			return permits.Permit{}, permits.Quota{Limit: q.Limit}, err

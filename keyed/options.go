@@ -17,6 +17,7 @@ type config struct {
 	maxQueue int           // <= 0: no limit
 	idle     time.Duration // how long a key stays full before it is dropped
 	retired  func(e any)   // tests only (export_test.go): called right after the owner retires a cell
+	detached func(e any)   // tests only: called right after the owner detaches a cell, before the key's flags change
 }
 
 func defaults() config {

@@ -36,6 +36,8 @@ const (
 	cancelIt
 	tryIt
 	closeIt
+	rateIt  // SetRate(key, rate), on a subject that can (tune_property_test.go)
+	burstIt // SetBurst(key, burst)
 )
 
 type event struct {
@@ -45,6 +47,7 @@ type event struct {
 	key      int
 	cost     int64
 	deadline time.Duration
+	rate     algorithms.Rate // rateIt; burstIt's burst is cost
 }
 
 func script(rng *rand.Rand, keys int, capacity int64) []event {
@@ -97,8 +100,10 @@ type subject interface {
 type perKey struct {
 	mu   sync.Mutex
 	make func() algorithms.Algorithm
-	lims map[int]*actor.Limiter
-	done bool
+	// forKey, if set, makes each key's algorithm instead of make.
+	forKey func(key int) algorithms.Algorithm
+	lims   map[int]*actor.Limiter
+	done   bool
 }
 
 func (p *perKey) get(key int) *actor.Limiter {
@@ -106,7 +111,11 @@ func (p *perKey) get(key int) *actor.Limiter {
 	defer p.mu.Unlock()
 	l := p.lims[key]
 	if l == nil {
-		l = actor.New(p.make())
+		if p.forKey != nil {
+			l = actor.New(p.forKey(key))
+		} else {
+			l = actor.New(p.make())
+		}
 		if p.done {
 			l.Close()
 		}
@@ -180,6 +189,8 @@ func play(t *testing.T, newSubject func() subject, evs []event) (arrivals map[in
 				tries = append(tries, r)
 			case closeIt:
 				require.NoError(t, l.Close())
+			case rateIt, burstIt:
+				tries = append(tries, tune(l.(tunable), ev))
 			}
 			synctest.Wait()
 		}
@@ -224,28 +235,39 @@ func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
 				want, wantTries := play(t, func() subject {
 					return &perKey{make: cfg.make, lims: map[int]*actor.Limiter{}}
 				}, evs)
-				for id, w := range want {
-					if got[id] != w {
-						t.Fatalf("seed %d: arrival %d: keyed %+v, actor %+v\nscript: %+v", seed, id, got[id], w, evs)
-					}
-					if w.granted && w.at > 0 {
-						waited++
-					}
-					if !w.granted {
-						refused++
-					}
-				}
-				require.Len(t, gotTries, len(wantTries))
-				for i, w := range wantTries {
-					g := gotTries[i]
-					if g.granted != w.granted || g.err != w.err || g.at < w.at {
-						t.Fatalf("seed %d: TryAcquire %d: keyed %+v, actor %+v", seed, i, g, w)
-					}
-				}
+				w, r := compareRuns(t, seed, evs, got, want, gotTries, wantTries)
+				waited, refused = waited+w, refused+r
 			}
 			require.Greater(t, waited, seeds*5, "grants after waiting")
 			require.Greater(t, refused, seeds, "refusals and cancellations")
 			t.Logf("%d waited, %d refused over %d scripts", waited, refused, seeds)
 		})
 	}
+}
+
+// compareRuns fails t unless the keyed run of evs (got) had the outcomes
+// of the actor run (want), and returns how many arrivals were granted
+// after waiting, and how many were refused. The other outcomes, in order
+// (TryAcquires, and changes where the script has them), must be alike, a
+// TryAcquire's RetryAfter no smaller in keyed (see the top of the file).
+func compareRuns(t *testing.T, seed uint64, evs []event, got, want map[int]result, gotOthers, wantOthers []result) (waited, refused int) {
+	t.Helper()
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("seed %d: arrival %d: keyed %+v, actor %+v\nscript: %+v", seed, id, got[id], w, evs)
+		}
+		if w.granted && w.at > 0 {
+			waited++
+		}
+		if !w.granted {
+			refused++
+		}
+	}
+	require.Len(t, gotOthers, len(wantOthers))
+	for i, w := range wantOthers {
+		if g := gotOthers[i]; g.granted != w.granted || g.err != w.err || g.at < w.at {
+			t.Fatalf("seed %d: TryAcquire or change %d: keyed %+v, actor %+v\nscript: %+v", seed, i, g, w, evs)
+		}
+	}
+	return waited, refused
 }

@@ -119,7 +119,20 @@ func (s *shard[K]) adopt(now int64) {
 // handle serves one request taken from the inbox.
 func (s *shard[K]) handle(c *call[K], now int64) {
 	e := c.e
+	if c.op == opTune {
+		s.tune(c)
+		return
+	}
 	w := e.waiters()
+	if capacity := s.capacity(e); c.node.Cost > capacity {
+		// The caller checked the cost against the capacity it read; a
+		// SetBurst handled just before this request may have lowered it.
+		s.reply(c, stTooLarge, capacity)
+		if w == nil {
+			s.watch(e, now)
+		}
+		return
+	}
 	try := c.op == opTry
 	at := min(c.arrival, now) // none is in the future
 	if w != nil {
@@ -323,11 +336,15 @@ func (s *shard[K]) runDue(now int64) {
 // ResetAt has come), and if not when the owner should look again: the
 // instant it will be full plus WithIdleTimeout, so that a key is dropped
 // only once it has stayed full that long since the owner last found it in
-// use. A decision for cost 0 changes nothing and, on the lock-free form, is
-// safe beside fast-path callers.
+// use. A key changed by SetRate or SetBurst counts as full no sooner than
+// its keep instant. A decision for cost 0 changes nothing and, on the
+// lock-free form, is safe beside fast-path callers.
 func (s *shard[K]) full(e *entry[K], now int64) (again int64, ok bool) {
 	d := s.allow(e, now, 0, false)
 	reset := s.l.ns(d.ResetAt)
+	if x := e.x.Load(); x != nil {
+		reset = max(reset, x.keep)
+	}
 	return reset + int64(s.l.cfg.idle), reset <= now
 }
 

@@ -116,11 +116,12 @@ func (s *shard[K]) allow(e *entry[K], at, cost int64, closeGate bool) algorithms
 }
 
 // try is the fast path's decision on a lock-free state, from any
-// goroutine: the whole decision with full, the lean one otherwise. open
-// is false when the gate is closed (or the cell retired, or now beyond
-// what its cells count yet); nothing changed then.
-func (s *shard[K]) try(e *entry[K], now time.Time, cost int64, full bool) (d algorithms.Decision, open bool) {
-	if e.isCell() {
+// goroutine: on e's cell when cell is true (what the caller found), else
+// on its algorithm; the whole decision with full, the lean one otherwise.
+// open is false when the gate is closed (or the cell retired or detached,
+// or now beyond what its cells count yet); nothing changed then.
+func (s *shard[K]) try(e *entry[K], cell bool, now time.Time, cost int64, full bool) (d algorithms.Decision, open bool) {
+	if cell {
 		if full {
 			return s.cells().TryAllowAt(&e.cell, now, cost)
 		}

@@ -3,9 +3,11 @@ package keyed_test
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -29,7 +31,7 @@ func TestEvictionNeverLosesAnAdmission(t *testing.T) {
 	)
 	hammer(t, func(int) (algorithms.Algorithm, error) {
 		return algorithms.NewGCRA(algorithms.PerSecond(rate), burst)
-	}, func(int) (int64, float64) { return burst, rate })
+	}, func(int) (int64, float64) { return burst, rate }, nil)
 }
 
 // TestEvictionNeverLosesAnAdmissionOfKeysWithTheirOwnAlgorithm does the
@@ -46,10 +48,20 @@ func TestEvictionNeverLosesAnAdmissionOfKeysWithTheirOwnAlgorithm(t *testing.T) 
 	hammer(t, func(k int) (algorithms.Algorithm, error) {
 		burst, rate := config(k)
 		return algorithms.NewGCRA(algorithms.PerSecond(int64(rate)), burst)
-	}, config)
+	}, config, nil)
 }
 
-func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit func(key int) (burst int64, rate float64)) {
+// admission is one grant of a key, within the call that began and ended
+// at these instants since the start of the run.
+type admission struct {
+	key          int
+	began, ended time.Duration
+}
+
+// hammer runs the callers, and beside them, if it is not nil, one more
+// goroutine that keeps to the same pauses.
+func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit func(key int) (burst int64, rate float64),
+	beside func(l *keyed.Limiter[int], keys int, rng *rand.Rand, pause func(*rand.Rand) bool)) {
 	const keys = 8
 	var made atomic.Int64
 	l := newLimiter(t, func(k int) (algorithms.Algorithm, error) {
@@ -58,12 +70,28 @@ func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit 
 	}, keyed.WithShards(2))
 	var granted [keys]atomic.Int64
 	start := time.Now()
+	// pause makes every goroutine pause for 25ms every 40ms, so that every
+	// key goes idle and is dropped, and some pause at random besides; it
+	// reports false once the run is over.
+	pause := func(rng *rand.Rand) bool {
+		if phase := time.Since(start) % (40 * time.Millisecond); phase >= 15*time.Millisecond {
+			time.Sleep(40*time.Millisecond - phase)
+		} else if rng.IntN(50) == 0 {
+			time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+		}
+		return time.Since(start) < 300*time.Millisecond
+	}
 	var wg sync.WaitGroup
+	if beside != nil {
+		wg.Go(func() { beside(l, keys, rand.New(rand.NewPCG(99, 1)), pause) })
+	}
+	var admitted [16][]admission
 	for g := range 16 {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			for time.Since(start) < 300*time.Millisecond {
+			for more := true; more; more = pause(rng) {
 				k := rng.IntN(keys)
+				began := time.Since(start)
 				var err error
 				if rng.IntN(4) == 0 {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
@@ -74,19 +102,45 @@ func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit 
 				}
 				if err == nil {
 					granted[k].Add(1)
-				}
-				// Every 40ms all pause for 25ms, so that every key goes idle
-				// and is dropped; some pause at random besides.
-				if phase := time.Since(start) % (40 * time.Millisecond); phase >= 15*time.Millisecond {
-					time.Sleep(40*time.Millisecond - phase)
-				} else if rng.IntN(50) == 0 {
-					time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+					admitted[g] = append(admitted[g], admission{k, began, time.Since(start)})
 				}
 			}
 		})
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	// Over each busy spell of 15ms (and its stragglers), a key is asked
+	// for far more than its rate, so its admissions come close to the
+	// bound over the span they were made in, from the first call's start
+	// to the last one's end: an admission lost in a drop or a conversion
+	// would take them past it.
+	type spell struct {
+		n          int64
+		first, end time.Duration
+	}
+	spells := map[[2]int]*spell{}
+	for _, adm := range admitted {
+		for _, a := range adm {
+			id := [2]int{a.key, int(a.began / (40 * time.Millisecond))}
+			sp := spells[id]
+			if sp == nil {
+				sp = &spell{first: a.began}
+				spells[id] = sp
+			}
+			sp.n++
+			sp.first, sp.end = min(sp.first, a.began), max(sp.end, a.ended)
+		}
+	}
+	var tight int
+	for id, sp := range spells {
+		burst, rate := limit(id[0])
+		bound := burst + int64((sp.end-sp.first).Seconds()*rate)
+		assert.LessOrEqual(t, sp.n, bound, "key %d in spell %d, over %v", id[0], id[1], sp.end-sp.first)
+		if sp.n >= bound-2 {
+			tight++
+		}
+	}
+	t.Logf("%d of %d busy spells of a key within 2 of their bound", tight, len(spells))
 	var total int64
 	for k := range granted {
 		n := granted[k].Load()
@@ -100,4 +154,91 @@ func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit 
 	st := l.Stats()
 	assert.Equal(t, uint64(total), st.Granted)
 	assert.Equal(t, 0, st.Waiting)
+}
+
+// TestSetRateBesideTheFastPathKeepsTheBound hammers cell keys as
+// TestEvictionNeverLosesAnAdmission does while one more goroutine keeps
+// changing them, to the rate and burst they have: each change of a cell
+// key detaches its cell into a GCRA of its own while fast-path callers
+// decide on it, and each key is dropped when idle and made a cell again,
+// to be detached again. A conversion that lost an admission made on the
+// cell (or a caller that decided on a detached cell) would let a key's
+// grants past its bound, burst + rate·elapsed.
+func TestSetRateBesideTheFastPathKeepsTheBound(t *testing.T) {
+	const (
+		burst = 20
+		rate  = 2000 // per second
+	)
+	var changes, ofCells atomic.Int64
+	hammer(t, func(int) (algorithms.Algorithm, error) {
+		return algorithms.NewGCRA(algorithms.PerSecond(rate), burst)
+	}, func(int) (int64, float64) { return burst, rate }, func(l *keyed.Limiter[int], keys int, rng *rand.Rand, pause func(*rand.Rand) bool) {
+		for more := true; more; more = pause(rng) {
+			k := rng.IntN(keys)
+			if keyed.IsCell(l, k) {
+				ofCells.Add(1)
+			}
+			var err error
+			if rng.IntN(2) == 0 {
+				err = l.SetRate(k, algorithms.PerSecond(rate))
+			} else {
+				err = l.SetBurst(k, burst)
+			}
+			if err != nil {
+				t.Errorf("changing key %d: %v", k, err)
+				return
+			}
+			changes.Add(1)
+		}
+	})
+	t.Logf("%d changes, %d of them on cell keys", changes.Load(), ofCells.Load())
+	require.Greater(t, ofCells.Load(), int64(20), "cells were detached")
+}
+
+// TestSetRateOnACellKeyBesideItsFastPathIsExact detaches fresh cell keys
+// while goroutines take units off them on the fast path, in a synctest
+// bubble, where the clock stands still while they run and moves only when
+// all of them wait (the owners' timers): the rate, one unit an hour, then
+// adds nothing. Each key starts full, and its callers take units until
+// one is refused, so each key admits its burst + floor(rate·d) = its burst
+// exactly, whatever the interleaving: an admission the conversion lost
+// would make one more, one it counted twice one fewer. Run it with -race.
+func TestSetRateOnACellKeyBesideItsFastPathIsExact(t *testing.T) {
+	const burst = 5000
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := newLimiter(t, gcraPer[int](algorithms.PerHour(1), burst), keyed.WithShards(2))
+		rounds := 100
+		if testing.Short() {
+			rounds = 20
+		}
+		rng := rand.New(rand.NewPCG(7, 7))
+		for key := range rounds {
+			_, err := l.TryAcquire(key, 1) // made a cell, one unit taken
+			require.NoError(t, err)
+			require.True(t, keyed.IsCell(l, key))
+			var passed atomic.Int64
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for {
+						if _, err := l.TryAcquire(key, 1); err != nil {
+							return
+						}
+						passed.Add(1)
+					}
+				})
+			}
+			for range rng.IntN(200) {
+				runtime.Gosched() // lets the callers start
+			}
+			require.NoError(t, l.SetRate(key, algorithms.PerHour(1)))
+			wg.Wait()
+			require.False(t, keyed.IsCell(l, key))
+			if n := passed.Load() + 1; n != burst {
+				t.Fatalf("key %d: %d units passed, want the burst of %d", key, n, burst)
+			}
+		}
+		require.Less(t, time.Since(start), time.Hour, "the rate added nothing")
+	})
 }
