@@ -402,6 +402,10 @@ func (r *runtime) admit(c *call, now int64) {
 		x := c.ext()
 		x.remaining, x.reset = 0, floor // behind the queue or a pause: nothing remains until then
 	}
+	var ln *Lane // read before any reply: an answered call is the caller's to reuse
+	if r.lanes != nil {
+		ln = r.lanes.laneOf(c)
+	}
 	switch {
 	case try:
 		r.refuse(c, stLimited, wait)
@@ -436,7 +440,7 @@ func (r *runtime) admit(c *call, now int64) {
 	}
 	switch {
 	case r.lanes != nil:
-		r.lanes.dropped(r.lanes.laneOf(c))
+		r.lanes.dropped(ln)
 	case r.q.Len() > 0:
 		r.pol.dropped()
 	}
