@@ -2,6 +2,7 @@ package actor_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // mutexGCRA is the baseline the fast path is measured against: the textbook
@@ -234,5 +236,105 @@ func BenchmarkDeliveryJitter(b *testing.B) {
 		b.ReportMetric(float64(late[n/2].Microseconds()), "p50-µs")
 		b.ReportMetric(float64(late[n*99/100].Microseconds()), "p99-µs")
 		b.ReportMetric(float64(late[n-1].Microseconds()), "max-µs")
+	}
+}
+
+// BenchmarkLaneGrant is issue 14's cost of a grant with many busy lanes: 2000
+// goroutines, the same number for every count of lanes, spread over the
+// lanes and each asking again as soon as it is granted, at a rate (10^7/s)
+// the owner cannot keep up with, so that every grant is one from the queue
+// and the owner is the bottleneck. ns/op is the wall time per grant: the
+// owner's decision, the fair order, the reply and the caller's wake-up.
+// "fifo" is the same load on a limiter without lanes.
+func BenchmarkLaneGrant(b *testing.B) {
+	const callers = 2000
+	for _, lanes := range []int{0, 1, 10, 100, 1000} {
+		name := fmt.Sprintf("lanes=%d", lanes)
+		if lanes == 0 {
+			name = "fifo"
+		}
+		b.Run(name, func(b *testing.B) {
+			g, _ := algorithms.NewGCRA(algorithms.PerSecond(10_000_000), 1)
+			l := actor.New(g)
+			defer l.Close()
+			acquire := make([]func(context.Context, int64) (permits.Permit, error), callers)
+			for i := range acquire {
+				acquire[i] = l.Acquire
+				if lanes > 0 {
+					ln, err := l.Lane(fmt.Sprint("tenant-", i%lanes), 1+i%lanes%4)
+					if err != nil {
+						b.Fatal(err)
+					}
+					acquire[i] = ln.Acquire
+				}
+			}
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for i := range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						if _, err := acquire[i](context.Background(), 1); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// BenchmarkLaneBytes reports the heap a lane holds: a new one (its handle
+// and its entry by name), and one that was busy (its waiters predicted
+// against deadlines, so with a shadow of the algorithm) and is idle again,
+// which must hold no more.
+func BenchmarkLaneBytes(b *testing.B) {
+	const n = 10_000
+	for range b.N {
+		g, _ := algorithms.NewGCRA(algorithms.PerSecond(1_000_000), 1)
+		l := actor.New(g)
+		if _, err := l.Lane("warm", 1); err != nil { // the first lane starts the fair order
+			b.Fatal(err)
+		}
+		// The runtime keeps the descriptors of n goroutines for reuse once
+		// it has had them: pay for them before measuring.
+		var warm sync.WaitGroup
+		hold := make(chan struct{})
+		for range n {
+			warm.Add(1)
+			go func() { defer warm.Done(); <-hold }()
+		}
+		close(hold)
+		warm.Wait()
+		var before, fresh, idle runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		lanes := make([]*actor.Lane, n)
+		for i := range lanes {
+			lanes[i], _ = l.Lane(fmt.Sprint("tenant-", i), 1+i%5)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&fresh)
+		l.Allow()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var wg sync.WaitGroup
+		for _, ln := range lanes {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = ln.Wait(ctx) }()
+		}
+		wg.Wait()
+		cancel()
+		runtime.GC()
+		runtime.GC() // twice: the calls the waiters used leave sync.Pool's victim cache
+		runtime.ReadMemStats(&idle)
+		b.ReportMetric(float64(fresh.HeapAlloc-before.HeapAlloc)/n, "B/lane")
+		b.ReportMetric(float64(int64(idle.HeapAlloc)-int64(before.HeapAlloc))/n, "B/lane-after-busy")
+		runtime.KeepAlive(lanes)
+		l.Close()
 	}
 }

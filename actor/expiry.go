@@ -25,7 +25,7 @@ func (l *expiryList) add(c *call, at int64) {
 }
 
 // live reports whether e still names a queued waiter.
-func (e expiring) live(r *runtime) bool { return e.c.gen == e.gen && r.q.Contains(&e.c.node) }
+func (e expiring) live(r *runtime) bool { return e.c.gen == e.gen && r.queued(e.c) }
 
 // expire refuses every waiter whose wait ran out by now, with a RetryAfter
 // of the head's next due instant: a lower bound on any wait behind it.
@@ -36,9 +36,8 @@ func (l *expiryList) expire(now int64, r *runtime) {
 			if e.at > now {
 				break
 			}
-			r.q.Remove(&e.c.node)
-			r.pol.removed()
-			r.refuse(e.c, stLimited, max(r.q.Due(now), now+1)-now)
+			r.unqueue(e.c)
+			r.refuse(e.c, stLimited, max(r.due(now), now+1)-now)
 		}
 		l.items[l.head] = expiring{}
 		l.head++

@@ -24,3 +24,7 @@ func InboxDepth(l *Limiter) int {
 	}
 	return n
 }
+
+// LaneShadowed reports whether ln holds a shadow of the algorithm. Read it
+// only once the owner has answered every call of ln.
+func LaneShadowed(ln *Lane) bool { return ln.shadow.alg != nil }

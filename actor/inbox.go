@@ -25,8 +25,10 @@ import (
 //     no prompt answer (no deadline, no WithMaxWait or WithMaxQueue) does
 //     not wake an owner that sleeps with its timer armed either: it cannot
 //     be granted before the head, and the owner takes the inbox when the
-//     timer fires. The owner publishes that it sleeps (and how) and then
-//     looks at the inbox before it parks; the caller pushes and then reads
+//     timer fires. (Once a limiter has lanes every arrival is prompt: a
+//     newcomer in another lane may go before the head.) The owner
+//     publishes that it sleeps (and how) and then looks at the inbox
+//     before it parks; the caller pushes and then reads
 //     how the owner sleeps. One of them sees the other: the owner finds the
 //     call, or the caller sees it asleep and wakes it. Under load the owner
 //     is mostly awake, so most callers touch no channel at all.
@@ -114,7 +116,7 @@ func (r *runtime) park(timerC <-chan time.Time) {
 		s = asleepTimed
 	}
 	if h := r.hookPk.Load(); h != nil {
-		(*h)(r.q.Len())
+		(*h)(r.queueLen())
 	}
 	r.sleep.Store(s)
 	if r.pending() { // pushed (or poked) before the store: its caller may not wake us
@@ -225,6 +227,7 @@ func (r *runtime) poll(c *call) result {
 func (r *runtime) newCallFor(ctx context.Context, o op, cost, at int64, wantRc bool) *call {
 	c := r.calls.Get().(*call)
 	c.status, c.op, c.wantRc, c.wantQuota = 0, o, wantRc, false // a pooled call keeps its last answer
+	c.lane = nil
 	c.node.Cost, c.arrival = cost, at
 	c.hasDL = false
 	if dl, ok := ctx.Deadline(); ok {

@@ -28,6 +28,11 @@ import (
 // at once, without a message either, with a RetryAfter the owner publishes.
 // The fast path never passes a request that reached the owner first.
 //
+// Lane splits the waiters by tenant: from the first lane on, waiters are
+// granted by weighted fair queueing between lanes, with priorities, instead
+// of in one FIFO (docs/fairness.md); the limiter's own requests are then a
+// lane of weight 1. A limiter that never has a lane keeps its FIFO.
+//
 // An idle Limiter holds its goroutine and about 2 KB (measured in
 // BenchmarkIdleLimiterBytes). A Limiter is safe for concurrent use. Close it
 // when done: it owns a goroutine.
@@ -87,8 +92,14 @@ func algorithmName(alg algorithms.Algorithm) string {
 // WithMaxWait runs out while queued fails then. If ctx ends while it waits,
 // it leaves the queue and returns ctx.Err(); if the grant and the
 // cancellation race and the grant wins, it returns the permit and a nil
-// error.
+// error. Once the limiter has lanes, the prediction is a lower bound, as
+// for a Lane (see Lane.Acquire).
 func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
+	return l.acquire(ctx, cost, nil)
+}
+
+// acquire is Acquire in lane ln (nil: the limiter's own requests).
+func (l *Limiter) acquire(ctx context.Context, cost int64, ln *Lane) (permits.Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return permits.Permit{}, err
 	}
@@ -101,6 +112,7 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 		return permits.NewPermit(cost, nil, nil), nil
 	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false)
+	c.lane = ln
 	return l.result(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
@@ -108,6 +120,10 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 // instant of the grant, whether it waited, and the algorithm's record of it.
 // It allocates nothing.
 func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, error) {
+	return l.acquireGrant(ctx, cost, nil)
+}
+
+func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permits.Grant, error) {
 	if err := ctx.Err(); err != nil {
 		return permits.Grant{}, err
 	}
@@ -120,6 +136,7 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 		return l.newGrant(cost, now, false, d.Receipt), nil
 	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true)
+	c.lane = ln
 	return l.grant(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
 }
 
@@ -129,8 +146,11 @@ func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, 
 // a *permits.RateLimitError in it) tells its RetryAfter: exact when nobody
 // waits (the algorithm's RetryAt) and, while others wait, the time until the
 // owner's prediction for a newcomer (at least the head's wait), given
-// without asking the owner.
-func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
+// without asking the owner; with lanes, a lower bound on the queue being
+// empty (see Lane.TryAcquire).
+func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) { return l.tryAcquire(cost, nil) }
+
+func (l *Limiter) tryAcquire(cost int64, ln *Lane) (permits.Permit, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Permit{}, err
 	}
@@ -144,12 +164,17 @@ func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
 	if wait, behind := l.behind(); behind {
 		return permits.Permit{}, permits.RetryLater(wait)
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false), true)
-	return l.result(context.Background(), res, cost)
+	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false)
+	c.lane = ln
+	return l.result(context.Background(), l.rt.roundTrip(context.Background(), c, true), cost)
 }
 
 // TryAcquireGrant is TryAcquire, returning the permit as a Grant for Refund.
 func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
+	return l.tryAcquireGrant(cost, nil)
+}
+
+func (l *Limiter) tryAcquireGrant(cost int64, ln *Lane) (permits.Grant, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
@@ -163,8 +188,9 @@ func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 	if wait, behind := l.behind(); behind {
 		return permits.Grant{}, permits.RetryLater(wait)
 	}
-	res := l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true), true)
-	return l.grant(context.Background(), res, cost)
+	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true)
+	c.lane = ln
+	return l.grant(context.Background(), l.rt.roundTrip(context.Background(), c, true), cost)
 }
 
 // Wait is Acquire(ctx, 1), for callers that need no permit.
@@ -177,7 +203,9 @@ func (l *Limiter) Wait(ctx context.Context) error {
 // unit if so. Unlike TryAcquire it builds no error for a refusal, so it
 // allocates nothing either way, and while anyone waits it answers false
 // without asking the owner.
-func (l *Limiter) Allow() bool {
+func (l *Limiter) Allow() bool { return l.allow(nil) }
+
+func (l *Limiter) allow(ln *Lane) bool {
 	if l.rt.closed.Load() {
 		return false
 	}
@@ -188,7 +216,9 @@ func (l *Limiter) Allow() bool {
 	if _, behind := l.behind(); behind {
 		return false
 	}
-	return l.rt.roundTrip(context.Background(), l.rt.newCallFor(context.Background(), opTry, 1, l.rt.arrivalStamp(), false), true).status == stGranted
+	c := l.rt.newCallFor(context.Background(), opTry, 1, l.rt.arrivalStamp(), false)
+	c.lane = ln
+	return l.rt.roundTrip(context.Background(), c, true).status == stGranted
 }
 
 // fast decides on the algorithm's lock-free path. decided is false, and the
@@ -241,9 +271,10 @@ func (l *Limiter) arrival(now time.Time, read bool) int64 {
 
 // prompt reports whether an Acquire needs the owner's answer at once (a
 // prediction against its deadline or a bound) rather than at the owner's
-// next wake-up.
+// next wake-up. With lanes every Acquire does: a newcomer may be granted
+// before the head the owner's timer waits for.
 func (l *Limiter) prompt(c *call) bool {
-	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0
+	return c.hasDL || l.rt.cfg.maxWait >= 0 || l.rt.cfg.maxQueue > 0 || l.rate.fair.Load()
 }
 
 // count records a fast-path decision in the stats.

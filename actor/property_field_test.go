@@ -34,6 +34,11 @@ import (
 //
 // The default run makes at least 10^6 decisions per algorithm across seeds
 // (-short: a tenth), counted by the algorithm itself.
+//
+// With lanes (issue 14) the same scripts send each call to one of three
+// lanes of random weights and priorities, or to the limiter itself; FIFO
+// then holds inside each lane, and no TryAcquire or Allow passes a waiter
+// of any lane. A quarter of the decisions again.
 
 // stalls makes an owner's decisions slow now and then, and counts every
 // decision. Only the owner calls maybe, so its generator needs no lock.
@@ -169,25 +174,34 @@ func TestPropertyInTheField(t *testing.T) {
 	if testing.Short() {
 		target /= 10
 	}
-	for _, cfg := range fieldConfigs() {
-		t.Run(cfg.name, func(t *testing.T) {
-			t.Parallel()
-			var decisions, refunds, stalled, seeds int64
-			for seed := uint64(1); decisions < target; seed++ {
-				d, r, s := runField(t, cfg, seed)
-				decisions, refunds, stalled, seeds = decisions+d, refunds+r, stalled+s, seeds+1
+	for _, lanes := range []bool{false, true} {
+		for _, cfg := range fieldConfigs() {
+			name, target := cfg.name, target
+			if lanes {
+				name, target = cfg.name+" in lanes", target/4
 			}
-			t.Logf("%d decisions, %d refunds that gave something back, %d stalls, over %d seeds", decisions, refunds, stalled, seeds)
-			if refunds < seeds || stalled < seeds {
-				t.Fatalf("the scripts did not exercise refunds (%d) or stalls (%d) enough", refunds, stalled)
-			}
-		})
+			t.Run(name, func(t *testing.T) { propertyInTheField(t, cfg, lanes, target) })
+		}
+	}
+}
+
+func propertyInTheField(t *testing.T, cfg fieldConfig, lanes bool, target int64) {
+	t.Parallel()
+	var decisions, refunds, stalled, seeds int64
+	for seed := uint64(1); decisions < target; seed++ {
+		d, r, s := runField(t, cfg, seed, lanes)
+		decisions, refunds, stalled, seeds = decisions+d, refunds+r, stalled+s, seeds+1
+	}
+	t.Logf("%d decisions, %d refunds that gave something back, %d stalls, over %d seeds", decisions, refunds, stalled, seeds)
+	if refunds < seeds || stalled < seeds {
+		t.Fatalf("the scripts did not exercise refunds (%d) or stalls (%d) enough", refunds, stalled)
 	}
 }
 
 // fieldRecord is what the test knows of one call.
 type fieldRecord struct {
 	seq       int // order of the call among all calls
+	lane      int // with lanes: the lane asked, or -1 for the limiter itself
 	acquire   bool
 	arrived   time.Duration
 	delivered time.Duration
@@ -204,7 +218,7 @@ type fieldRecord struct {
 
 // runField plays one random script and checks it. It returns the
 // decisions made, the refunds that gave something back, and the stalls.
-func runField(t *testing.T, cfg fieldConfig, seed uint64) (decisions, refunds, stalled int64) {
+func runField(t *testing.T, cfg fieldConfig, seed uint64, withLanes bool) (decisions, refunds, stalled int64) {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	st := &stalls{rng: rand.New(rand.NewPCG(seed, 10))}
 	failf := func(format string, args ...any) {
@@ -224,6 +238,25 @@ func runField(t *testing.T, cfg fieldConfig, seed uint64) (decisions, refunds, s
 			alg = &stallWindow{a, st}
 		}
 		l := actor.New(alg)
+		// The callers: the limiter itself, and with lanes three more.
+		type caller interface {
+			AcquireGrant(context.Context, int64) (permits.Grant, error)
+			TryAcquireGrant(int64) (permits.Grant, error)
+			Allow() bool
+		}
+		callers := []caller{l}
+		if withLanes {
+			if err := l.SetPriorityFloor([]float64{0, 0.2}[rng.IntN(2)]); err != nil {
+				failf("SetPriorityFloor: %v", err)
+			}
+			for i := range 3 {
+				ln, err := l.Lane(fmt.Sprint("lane-", i), 1+rng.IntN(4), actor.WithPriority(rng.IntN(2)))
+				if err != nil {
+					failf("Lane: %v", err)
+				}
+				callers = append(callers, ln)
+			}
+		}
 		var wg sync.WaitGroup
 		var started, returned atomic.Int64
 		var want struct{ granted, rejected, canceled int64 }
@@ -277,9 +310,11 @@ func runField(t *testing.T, cfg fieldConfig, seed uint64) (decisions, refunds, s
 				cost = 1
 			}
 			seq++
+			who := rng.IntN(len(callers))
+			c := callers[who]
 			switch x := rng.IntN(100); {
 			case x < 35: // an Acquire
-				rec := &fieldRecord{seq: seq, acquire: true, arrived: now, cost: cost}
+				rec := &fieldRecord{seq: seq, lane: who - 1, acquire: true, arrived: now, cost: cost}
 				ctx, cancel := context.WithCancel(context.Background())
 				if rng.IntN(4) == 0 {
 					var c2 context.CancelFunc
@@ -295,7 +330,7 @@ func runField(t *testing.T, cfg fieldConfig, seed uint64) (decisions, refunds, s
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					g, err := l.AcquireGrant(ctx, cost)
+					g, err := c.AcquireGrant(ctx, cost)
 					returned.Add(1)
 					mu.Lock()
 					defer mu.Unlock()
@@ -320,8 +355,8 @@ func runField(t *testing.T, cfg fieldConfig, seed uint64) (decisions, refunds, s
 					synctest.Wait()
 				}
 			case x < 65: // TryAcquireGrant
-				g, err := l.TryAcquireGrant(cost)
-				rec := &fieldRecord{seq: seq, arrived: now, delivered: time.Since(t0), cost: cost, err: err}
+				g, err := c.TryAcquireGrant(cost)
+				rec := &fieldRecord{seq: seq, lane: who - 1, arrived: now, delivered: time.Since(t0), cost: cost, err: err}
 				if err == nil {
 					rec.granted, rec.grant, rec.hasGrant, rec.at = true, g, true, g.At.Sub(t0)
 				}
@@ -330,12 +365,12 @@ func runField(t *testing.T, cfg fieldConfig, seed uint64) (decisions, refunds, s
 				count(rec)
 				mu.Unlock()
 			case x < 75: // Allow
-				ok := l.Allow()
+				ok := c.Allow()
 				// Allow says nothing of the instant it was admitted at: it
 				// is the call's own when the answer came at once, and
 				// unknown when a stalled owner made it wait (the algorithm
 				// may have counted it at a later instant it had seen).
-				rec := &fieldRecord{seq: seq, arrived: now, delivered: time.Since(t0), cost: 1, granted: ok, at: now}
+				rec := &fieldRecord{seq: seq, lane: who - 1, arrived: now, delivered: time.Since(t0), cost: 1, granted: ok, at: now}
 				rec.unknownAt = rec.delivered != rec.arrived
 				if !ok {
 					rec.err = permits.ErrRateLimited
@@ -425,13 +460,17 @@ func checkFieldOutcome(t *testing.T, cfg fieldConfig, seed uint64, t0 time.Time,
 	if err != nil {
 		failf("the grants used break the bound: %v", err)
 	}
-	// FIFO: an Acquire that arrived earlier is granted no later, and no
-	// TryAcquire or Allow succeeded while it waited.
+	// FIFO: an Acquire that arrived earlier is granted no later (with
+	// lanes: in its lane), and no TryAcquire or Allow succeeded while it
+	// waited.
 	for i, a := range records {
 		if !a.acquire || !a.granted {
 			continue
 		}
 		for _, b := range records[i+1:] {
+			if b.acquire && b.lane != a.lane {
+				continue
+			}
 			if b.granted && !b.unknownAt && b.at < a.at {
 				failf("call %d (arrived %v) granted at %v, before call %d (arrived %v) granted at %v", b.seq, b.arrived, b.at, a.seq, a.arrived, a.at)
 			}

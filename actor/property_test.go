@@ -203,48 +203,32 @@ var errDeadlineRefused = &permits.RateLimitError{RetryAfter: 1, Cause: context.D
 
 // run plays the script against a real Limiter inside a synctest bubble.
 func run(t *testing.T, alg algorithms.Algorithm, evs []scriptEvent) (arrivals map[int]outcome, tries []bool) {
-	arrivals = map[int]outcome{}
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		l := actor.New(alg)
 		defer l.Close()
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		cancels := map[int]context.CancelFunc{}
+		a := newScriptArrivals(t0)
 		for _, ev := range evs {
 			if ev.kind != evArrive {
 				continue
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			cancels[ev.id] = cancel
-			if ev.deadline != 0 {
-				var cancelDeadline context.CancelFunc
-				ctx, cancelDeadline = context.WithDeadline(ctx, t0.Add(ev.deadline))
-				defer cancelDeadline()
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer cancel()
-				time.Sleep(ev.at)
+			a.start(ev.id, ev.at, ev.deadline, func(ctx context.Context) outcome {
 				p, err := l.Acquire(ctx, ev.cost)
-				o := outcome{err: err, at: time.Since(t0)}
-				if err == nil {
-					o = outcome{granted: true, at: time.Since(t0)}
-					if p.Cost() != ev.cost {
-						o.err = fmt.Errorf("permit cost %d, want %d", p.Cost(), ev.cost)
-					}
+				if err != nil {
+					return outcome{err: err, at: time.Since(t0)}
 				}
-				mu.Lock()
-				arrivals[ev.id] = o
-				mu.Unlock()
-			}()
+				o := outcome{granted: true, at: time.Since(t0)}
+				if p.Cost() != ev.cost {
+					o.err = fmt.Errorf("permit cost %d, want %d", p.Cost(), ev.cost)
+				}
+				return o
+			})
 		}
 		for _, ev := range evs {
 			time.Sleep(t0.Add(ev.at).Sub(time.Now()))
 			switch ev.kind {
 			case evCancel:
-				cancels[ev.id]()
+				a.cancel[ev.id]()
 			case evTry:
 				_, err := l.TryAcquire(ev.cost)
 				tries = append(tries, err == nil)
@@ -252,9 +236,56 @@ func run(t *testing.T, alg algorithms.Algorithm, evs []scriptEvent) (arrivals ma
 				require.NoError(t, l.Close())
 			}
 		}
-		wg.Wait()
+		arrivals = a.wait()
 	})
 	return arrivals, tries
+}
+
+// scriptArrivals runs a script's arrivals, each in a goroutine of its own
+// that sleeps until its instant and then acquires with a context that can
+// be cancelled (cancel) and has the arrival's deadline, if any.
+type scriptArrivals struct {
+	t0     time.Time
+	mu     sync.Mutex
+	wg     sync.WaitGroup
+	out    map[int]outcome
+	cancel map[int]context.CancelFunc
+	ends   []context.CancelFunc
+}
+
+func newScriptArrivals(t0 time.Time) *scriptArrivals {
+	return &scriptArrivals{t0: t0, out: map[int]outcome{}, cancel: map[int]context.CancelFunc{}}
+}
+
+// start starts arrival id at at (since t0), with a deadline at deadline if
+// it is not 0; acquire returns its outcome.
+func (a *scriptArrivals) start(id int, at, deadline time.Duration, acquire func(context.Context) outcome) {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel[id] = cancel
+	if deadline != 0 {
+		var end context.CancelFunc
+		ctx, end = context.WithDeadline(ctx, a.t0.Add(deadline))
+		a.ends = append(a.ends, end)
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer cancel()
+		time.Sleep(at)
+		o := acquire(ctx)
+		a.mu.Lock()
+		a.out[id] = o
+		a.mu.Unlock()
+	}()
+}
+
+// wait waits for every arrival and returns their outcomes.
+func (a *scriptArrivals) wait() map[int]outcome {
+	a.wg.Wait()
+	for _, end := range a.ends {
+		end()
+	}
+	return a.out
 }
 
 func TestPropertyAgainstModel(t *testing.T) {

@@ -26,10 +26,12 @@ type ratePolicy struct {
 	shadowLast int64 // scheduled instant of the last waiter in the shadow
 	applied    bool  // the last prediction already admitted it in the shadow
 
-	last  algorithms.Receipt  // of the latest admission on the real state
-	lastD algorithms.Decision // the latest admit's decision, for quota
-	cap   atomic.Int64        // the algorithm's capacity, which SetBurst changes
-	win   atomic.Int64        // quota.Window of the algorithm, which SetRate changes
+	last  algorithms.Receipt      // of the latest admission on the real state
+	lastD algorithms.Decision     // the latest admit's decision, for quota
+	cap   atomic.Int64            // the algorithm's capacity, which SetBurst changes
+	win   atomic.Int64            // quota.Window of the algorithm, which SetRate changes
+	lanes atomic.Pointer[laneSet] // nil until the limiter's first lane (lane.go)
+	fair  atomic.Bool             // the owner is switching, or has switched, to lanes
 	// cap and win are what callers' goroutines read of the configuration:
 	// the algorithm's own Capacity and Rate are the owner's (a sliding
 	// window changes them in place).
@@ -87,6 +89,16 @@ func (p *ratePolicy) admitted(at int64) int64 {
 
 func (p *ratePolicy) shadowDecide(at, cost int64) (bool, int64) {
 	d := p.shadow.AllowAt(p.t(at), cost)
+	if d.Allowed {
+		return true, 0
+	}
+	return false, p.ns(d.RetryAt)
+}
+
+// decideOn decides on a in place of the real state: a lane's shadow
+// (laneset.go).
+func (p *ratePolicy) decideOn(a algorithms.Algorithm, at, cost int64) (bool, int64) {
+	d := a.AllowAt(p.t(at), cost)
 	if d.Allowed {
 		return true, 0
 	}

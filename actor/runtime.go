@@ -59,7 +59,8 @@ type runtime struct {
 	wakes                       atomic.Int64 // owner wake-ups, for tests
 
 	// owned by the loop
-	q       scheduler.Queue[*call]
+	q       scheduler.Queue[*call] // the waiters, until the first lane
+	lanes   *laneSet               // from the first lane on: the waiters in fair order (waiters.go)
 	timer   Timer
 	armedAt int64
 	armed   bool
@@ -118,6 +119,8 @@ const (
 	opTune   // a new rate or burst (tune.go)
 	opPause  // no grant before an instant (tune.go)
 	opSettle // a grant settled at its real cost (tune.go)
+	opLanes  // from now on, the waiters in lanes (lane.go)
+	opFloor  // the share the lower priorities keep (lane.go)
 )
 
 type status uint8
@@ -145,6 +148,7 @@ type call struct {
 	next       *call // the inbox's link
 	cancelNext *call // the cancellation stack's link
 	extra      *callExtra
+	lane       *Lane // the lane asked, or nil for the limiter itself
 	arrival    int64 // the caller's clock when it sent, ns on the timeline
 	cancelAt   int64 // the caller's clock when it gave up
 	deadline   int64
@@ -301,7 +305,7 @@ func (r *runtime) loop() {
 			// and a head the cancellation promotes is due from then.
 			at := min(max(c.cancelAt, 0), now)
 			r.expiry.expire(at, r)
-			r.q.Grant(at, owner{r})
+			r.grantDue(at)
 			r.cancel(c)
 			c = next
 		}
@@ -324,14 +328,15 @@ func (r *runtime) handle(c *call, now int64) {
 		r.admit(c, now)
 	case opTune, opPause, opSettle:
 		r.control(c, now)
+	case opLanes, opFloor:
+		r.laneControl(c)
 	}
 }
 
 // cancel removes a waiter whose caller gave up, wherever it is, or
 // acknowledges a cancellation that came after the answer.
 func (r *runtime) cancel(c *call) {
-	if r.q.Remove(&c.node) {
-		r.pol.removed()
+	if r.unqueue(c) {
 		r.canceled.add(1)
 		r.reply(c, stCanceled, 0)
 		return
@@ -357,10 +362,10 @@ func (r *runtime) admit(c *call, now int64) {
 	var grant int64
 	var known bool
 	switch {
-	case r.q.Len() == 0 && at < r.paused:
+	case r.queueLen() == 0 && at < r.paused:
 		// Paused: nothing before the pause ends; the head's instant (the
 		// end of the pause) bounds the wait from below.
-	case r.q.Len() == 0:
+	case r.queueLen() == 0:
 		ok, retry := r.pol.admit(at, c.node.Cost, !try)
 		if c.wantQuota {
 			x := c.ext()
@@ -374,24 +379,37 @@ func (r *runtime) admit(c *call, now int64) {
 		grant, known = retry, retry != 0
 	default:
 		need := try || c.hasDL || r.cfg.maxWait >= 0 || r.cfg.maxQueue > 0
-		grant, known = r.pol.predict(&r.q, now, at, c.node.Cost, need)
+		if r.lanes != nil {
+			grant, known = r.lanes.predictFor(c, now, at, try, need)
+		} else {
+			grant, known = r.pol.predict(&r.q, now, at, c.node.Cost, need)
+		}
 	}
 	// Without a prediction, the head's due instant (or the end of a pause)
 	// is a lower bound on any wait behind it: refuse what even that cannot
-	// meet.
+	// meet. With lanes a newcomer may go before the head: only the latest
+	// grant, a pause and its arrival bound it.
 	floor := grant
-	if !known {
+	switch {
+	case known:
+	case r.lanes != nil:
+		floor = max(r.lanes.floor(at), r.paused)
+	default:
 		floor = max(r.q.Due(now), r.paused, now+1)
 	}
 	wait := floor - now
-	if c.wantQuota && r.q.Len() > 0 || c.wantQuota && at < r.paused {
+	if c.wantQuota && r.queueLen() > 0 || c.wantQuota && at < r.paused {
 		x := c.ext()
 		x.remaining, x.reset = 0, floor // behind the queue or a pause: nothing remains until then
+	}
+	var ln *Lane // read before any reply: an answered call is the caller's to reuse
+	if r.lanes != nil {
+		ln = r.lanes.laneOf(c)
 	}
 	switch {
 	case try:
 		r.refuse(c, stLimited, wait)
-	case r.cfg.maxQueue > 0 && r.q.Len() >= r.cfg.maxQueue:
+	case r.cfg.maxQueue > 0 && r.queueLen() >= r.cfg.maxQueue:
 		r.refuse(c, stLimited, wait)
 	case r.cfg.maxWait >= 0 && wait > int64(r.cfg.maxWait):
 		r.refuse(c, stLimited, wait)
@@ -401,7 +419,16 @@ func (r *runtime) admit(c *call, now int64) {
 		c.node.Arrival = at
 		r.arrived = at
 		c.gen++ // a new stay in the queue: entries about an earlier one are stale
-		r.q.Push(&c.node)
+		r.push(c)
+		if r.lanes != nil {
+			r.lanes.queued(c, grant, known)
+			if r.cfg.maxWait >= 0 {
+				// A lane's prediction is a lower bound: the owner
+				// enforces the bound (laneset.go).
+				r.expiry.add(c, at+int64(r.cfg.maxWait))
+			}
+			return
+		}
 		if known {
 			r.pol.queued(grant, c.node.Cost)
 		} else if r.cfg.maxWait >= 0 {
@@ -411,7 +438,10 @@ func (r *runtime) admit(c *call, now int64) {
 		}
 		return
 	}
-	if r.q.Len() > 0 {
+	switch {
+	case r.lanes != nil:
+		r.lanes.dropped(ln)
+	case r.q.Len() > 0:
 		r.pol.dropped()
 	}
 }
@@ -453,7 +483,7 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 	var wake int64
 	for {
 		r.expiry.expire(now, r)
-		wake = r.q.Grant(now, owner{r})
+		wake = r.grantDue(now)
 		if e := r.expiry.next(r); e != 0 && (wake == 0 || e < wake) {
 			wake = e
 		}
@@ -467,9 +497,12 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 			break
 		}
 	}
-	if r.q.Len() == 0 {
+	if r.queueLen() == 0 {
 		r.pol.idle()
 		r.expiry.clear()
+		if r.lanes != nil {
+			r.lanes.idle()
+		}
 	}
 	r.arm(wake, now)
 	r.publish(wake, now)
@@ -502,12 +535,16 @@ func (r *runtime) arm(wake, now int64) {
 // wakes: decide on their own (idle), or refuse at once behind the queue or
 // a pause, with a RetryAfter of at least the time until the tail's grant.
 func (r *runtime) publish(wake, now int64) {
-	if r.q.Len() == 0 && r.paused <= now {
+	if r.queueLen() == 0 && r.paused <= now {
 		r.state.Store(stIdle)
 		return
 	}
 	tail := max(wake, r.paused)
-	if t, ok := r.pol.tail(); ok {
+	t, ok := r.pol.tail()
+	if r.lanes != nil {
+		t, ok = r.lanes.tail()
+	}
+	if ok {
 		tail = max(tail, t)
 	}
 	r.tail.Store(tail)
@@ -524,6 +561,9 @@ func (o owner) Decide(at, cost int64) (bool, int64) { return o.r.pol.decide(at, 
 func (o owner) Granted(n *scheduler.Node[*call], at int64) {
 	c := n.Value
 	c.waited = true
+	if o.r.lanes != nil {
+		o.r.lanes.granted(c)
+	}
 	o.r.grant(c, at)
 }
 

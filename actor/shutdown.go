@@ -22,8 +22,8 @@ func (r *runtime) shutdown() {
 	}
 	r.armed = false
 	r.expiry.clear()
-	for n := r.q.PopFront(); n != nil; n = r.q.PopFront() {
-		r.reply(n.Value, stClosed, 0)
+	for c := r.popAny(); c != nil; c = r.popAny() {
+		r.reply(c, stClosed, 0)
 	}
 	cancels, arrivals := r.take()
 	for c := arrivals; c != nil; {

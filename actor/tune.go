@@ -130,7 +130,7 @@ func (r *runtime) control(c *call, _ int64) {
 		}
 	case opPause:
 		if x.until > now {
-			r.q.Hold(x.until)
+			r.hold(x.until)
 			r.paused = max(r.paused, x.until)
 		}
 	case opSettle:
@@ -153,19 +153,31 @@ func (r *runtime) control(c *call, _ int64) {
 func (r *runtime) changing() int64 {
 	at := r.now()
 	r.expiry.expire(at, r)
-	r.q.Grant(at, owner{r})
+	r.grantDue(at)
 	return at
 }
 
 func (r *runtime) changed(at int64) {
-	r.q.Hold(at)
-	r.q.Retime()
-	r.pol.removed()
+	r.hold(at)
+	r.retimed()
 }
 
 // failTooLarge fails the waiters whose cost no longer fits the capacity.
 func (r *runtime) failTooLarge() {
 	capacity := r.pol.(tuner).capacity()
+	if r.lanes != nil {
+		var fail []*call
+		for n := range r.lanes.fair.All() {
+			if n.Cost > capacity {
+				fail = append(fail, n.Value)
+			}
+		}
+		for _, c := range fail {
+			r.unqueue(c)
+			r.reply(c, stTooLarge, capacity)
+		}
+		return
+	}
 	for n := r.q.Head(); n != nil; {
 		next := n.Next()
 		if n.Cost > capacity {
