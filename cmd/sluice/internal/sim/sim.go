@@ -1,7 +1,7 @@
 package sim
 
 import (
-	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -11,7 +11,6 @@ import (
 	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
-	"github.com/sluicehq/sluice/scheduler"
 )
 
 // Start is the virtual clock's first instant: 2025-01-01 00:00:00 UTC, a
@@ -111,12 +110,6 @@ type Result struct {
 	// run did.
 	SeriesCut bool
 
-	// Mispredicted counts waiters granted at another instant than the one
-	// predicted for them on arrival. The real owner's prediction is exact
-	// when the algorithm's RetryAt is, so this stays 0; it is kept as a
-	// check of that claim.
-	Mispredicted int64
-
 	// Stopped reports a run ended early by Config.StopOnExceed; its
 	// numbers cover only what came before.
 	Stopped bool
@@ -182,34 +175,52 @@ func cost(k spec.Kind) int {
 	return 2
 }
 
-// run is one limit's owner: the algorithm, the queue and the shadow, as
-// actor's runtime and ratePolicy keep them, plus the measures.
+// run is one limit's owner: the algorithm and its waiters, plus the
+// measures.
+//
+// The waiters are reservations. The real owner queues a waiter and decides
+// for it when it reaches the head of its FIFO, at its scheduled instant
+// (scheduler.Queue.Grant); with WithMaxWait it also predicts, on a copy of
+// the state, when that will be (actor/rate.go). With nothing that leaves a
+// queue early (the simulator has no cancellations, refunds or changes of
+// rate), both come to the same thing as deciding for each waiter once, on
+// arrival, behind the waiters before it: the head's decisions are the same
+// calls in the same order, at the same instants, and a grant comes at the
+// instant it was reserved for. So the simulator decides on arrival and
+// keeps the grant for its instant; TestMatchesActor holds it to the real
+// limiter, grant for grant. The algorithm sees instants in order: a
+// reservation is decided at or after the one before it, and an arrival is
+// decided at its own instant only when no reservation lies after it.
 type run struct {
 	cfg      Config
 	alg      algorithms.Algorithm
-	cloner   algorithms.Cloner
 	capacity int64
-	maxWait  int64                  // ns; < 0 none
-	q        scheduler.Queue[int64] // a node's Value is its predicted grant, 0 if none
-	free     []*scheduler.Node[int64]
-	sh       shadow
-	up       judge  // nil without an upstream
-	win      window // the admissions in the last Window, for MaxInWindow
-	bin      int64
-	res      *Result
+	maxWait  int64 // ns; < 0 none
+	// pend holds the reservations not yet granted, in order of instant
+	// (which is their order of arrival); pend[ph] is the next.
+	pend []reservation
+	ph   int
+	up   judge  // nil without an upstream
+	win  window // the admissions in the last Window, for MaxInWindow
+	bin  int64
+	res  *Result
 }
+
+// reservation is a waiter's grant, decided on arrival, due at at.
+type reservation struct{ arrival, at, cost int64 }
+
+// never is the instant of a waiter the algorithm would never admit (it
+// names no instant to retry at), which the real queue would hold at its
+// head for good: it strands everyone behind it.
+const never = math.MaxInt64
 
 func newRun(cfg Config) (*run, error) {
 	alg, err := cfg.Limit.New()
 	if err != nil {
 		return nil, err
 	}
-	cloner, ok := alg.(algorithms.Cloner)
-	if !ok {
-		return nil, fmt.Errorf("sim: %v cannot be cloned, so waits cannot be predicted", cfg.Limit)
-	}
 	r := &run{
-		cfg: cfg, alg: alg, cloner: cloner, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
+		cfg: cfg, alg: alg, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
 		win: window{length: int64(cfg.Window)}, bin: int64(cfg.Bin),
 		res: &Result{Limit: cfg.Limit, Window: cfg.Window, Upstream: cfg.Upstream, Bin: cfg.Bin},
 	}
@@ -244,8 +255,8 @@ func ns(at time.Time) int64 {
 
 // run is the owner's loop on a perfect clock: before each batch of arrivals
 // (every arrival at one instant), the timer fires for every grant due at or
-// before it; after the batch, the owner grants what is due and arms its
-// timer again. Once the arrivals end, the queue drains.
+// before it; then the batch is decided. Once the arrivals end, the
+// reservations are granted up to the horizon.
 func (r *run) run(arrivals []traffic.Arrival) {
 	horizon := int64(r.cfg.Horizon)
 	if horizon <= 0 {
@@ -260,41 +271,45 @@ func (r *run) run(arrivals []traffic.Arrival) {
 		// than the copies (and the collector's work) of growing to it.
 		r.res.waits = make([]int64, 0, len(arrivals))
 	}
-	var wake int64
 	for i := 0; i < len(arrivals); {
 		now := int64(arrivals[i].At)
-		for wake != 0 && wake <= now && !r.res.Stopped {
-			wake = r.schedule(wake)
-		}
+		r.grant(now)
 		for ; i < len(arrivals) && int64(arrivals[i].At) == now && !r.res.Stopped; i++ {
 			r.arrive(now, arrivals[i].Cost)
 		}
 		if r.res.Stopped {
 			break
 		}
-		wake = r.schedule(now)
 	}
-	for wake != 0 && wake <= horizon && !r.res.Stopped {
-		wake = r.schedule(wake)
-	}
-	r.res.Stranded = int64(r.q.Len())
+	r.grant(horizon)
+	r.res.Stranded = int64(len(r.pend) - r.ph)
 	r.finish()
 }
 
-// schedule grants every due head and returns the instant of the next, or 0.
-func (r *run) schedule(now int64) int64 {
-	if r.q.Len() == 0 {
-		return 0
+// grant makes the grants due at or before until, in order. As the real
+// owner's wake-ups do, it grants every reservation of one instant together
+// and stops after the instant at which the upstream was first exceeded,
+// with StopOnExceed.
+func (r *run) grant(until int64) {
+	for r.ph < len(r.pend) && !r.res.Stopped {
+		at := r.pend[r.ph].at
+		if at > until {
+			break
+		}
+		for ; r.ph < len(r.pend) && r.pend[r.ph].at == at; r.ph++ {
+			p := r.pend[r.ph]
+			r.admitted(p.arrival, p.at, p.cost)
+		}
 	}
-	wake := r.q.Grant(now, r)
-	if r.q.Len() == 0 {
-		r.sh.idle()
+	if r.ph == len(r.pend) {
+		r.pend, r.ph = r.pend[:0], 0
+	} else if r.ph > 4096 && r.ph > len(r.pend)/2 {
+		r.pend, r.ph = r.pend[:copy(r.pend, r.pend[r.ph:])], 0
 	}
-	return wake
 }
 
 // arrive is actor's runtime.admit for an Acquire with WithMaxWait(MaxWait)
-// and no deadline.
+// and no deadline, followed by the queue's decisions for it.
 func (r *run) arrive(now, cost int64) {
 	r.res.Offered++
 	r.res.OfferedUnits += cost
@@ -304,60 +319,46 @@ func (r *run) arrive(now, cost int64) {
 		r.refuse()
 		return
 	}
-	var at int64
-	known := false
-	if r.q.Len() == 0 {
-		ok, retry := decideOn(r.alg, now, cost)
-		if ok {
-			r.admitted(now, now, cost)
+	at := now
+	if r.ph < len(r.pend) {
+		// Behind the reservations: from the last one's instant
+		// (scheduler.Scheduled), which no grant can come before.
+		at = max(r.pend[len(r.pend)-1].at, now)
+		switch {
+		case r.maxWait >= 0 && at-now > r.maxWait:
+			r.refuse()
+			return
+		case at == never:
+			r.pend = append(r.pend, reservation{now, never, cost})
 			return
 		}
-		at, known = max(retry, now+1), true
-	} else if r.maxWait >= 0 {
-		// The real owner predicts only when someone needs the answer: here,
-		// a caller with a maximum wait.
-		at, known = r.sh.predict(r, now, cost), true
 	}
-	if known && r.maxWait >= 0 && at-now > r.maxWait {
-		r.refuse()
-		if r.q.Len() > 0 {
-			r.sh.dropped()
+	for i := 0; ; i++ {
+		ok, retry := decideOn(r.alg, at, cost)
+		switch {
+		case ok && at == now:
+			r.admitted(now, now, cost)
+			return
+		case ok:
+			r.pend = append(r.pend, reservation{now, at, cost})
+			return
+		case retry == 0 || i == 64:
+			// scheduler.Predict's bound: an algorithm that keeps naming
+			// instants it then refuses at waits for an event.
+			r.pend = append(r.pend, reservation{now, never, cost})
+			return
 		}
-		return
-	}
-	n := r.node()
-	n.Cost, n.Arrival, n.Value = cost, now, 0
-	if known {
-		n.Value = at
-	}
-	r.q.Push(n)
-	if known {
-		r.sh.queued(r, at, cost)
+		at = max(retry, at+1)
+		if r.maxWait >= 0 && at-now > r.maxWait {
+			// Refused on the instant named: the decisions that named it
+			// were denials, which took nothing.
+			r.refuse()
+			return
+		}
 	}
 }
 
 func (r *run) refuse() { r.res.Refused++ }
-
-func (r *run) node() *scheduler.Node[int64] {
-	if k := len(r.free); k > 0 {
-		n := r.free[k-1]
-		r.free = r.free[:k-1]
-		return n
-	}
-	return new(scheduler.Node[int64])
-}
-
-// Decide is scheduler.Owner.Decide on the real state.
-func (r *run) Decide(at, cost int64) (bool, int64) { return decideOn(r.alg, at, cost) }
-
-// Granted is scheduler.Owner.Granted: a waiter's turn has come.
-func (r *run) Granted(n *scheduler.Node[int64], at int64) {
-	if n.Value != 0 && n.Value != at {
-		r.res.Mispredicted++
-	}
-	r.admitted(n.Arrival, at, n.Cost)
-	r.free = append(r.free, n)
-}
 
 func decideOn(a algorithms.Algorithm, at, cost int64) (bool, int64) {
 	if g, ok := a.(lean); ok {
@@ -457,5 +458,5 @@ func (r *run) finish() {
 			res.AdmittedUnitsPerBin = append(res.AdmittedUnitsPerBin, 0)
 		}
 	}
-	r.win, r.free = window{}, nil
+	r.win, r.pend = window{}, nil
 }
