@@ -203,6 +203,8 @@ func (h flowHeap[T]) down(i int) {
 		h[i].flow.pos = int32(i + 1)
 		i = m
 	}
+	// up's loop, written again: as a shared function taking the entry, it
+	// cost 13ns a grant at one lane and 8ns at 1,000 (BenchmarkGrant).
 	for i > start {
 		p := (i - 1) / 2
 		if !x.key.less(h[p].key) {
