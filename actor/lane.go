@@ -236,11 +236,11 @@ func (r *runtime) laneControl(c *call) {
 // expired by the owner when its wait runs out, as every later waiter is.
 func (r *runtime) startLanes(s *laneSet) {
 	r.lanes = s
-	s.fair.SetFloor(s.priorityFloor) // written before the opLanes call was sent
-	if r.q.Len() == 0 {
+	s.fair.SetFloor(s.priorityFloor)   // written before the opLanes call was sent
+	s.fair.Adopt(&r.q, &s.parent.flow) // even when empty: the FIFO's latest grant and hold (a Pause)
+	if s.fair.Len() == 0 {
 		return
 	}
-	s.fair.Adopt(&r.q, &s.parent.flow)
 	r.pol.removed()
 	s.drainOK = false
 	if r.cfg.maxWait >= 0 {

@@ -31,14 +31,6 @@ func (r *runtime) due(now int64) int64 {
 	return r.lanes.fair.Due(now)
 }
 
-// queued reports whether c waits in the queue.
-func (r *runtime) queued(c *call) bool {
-	if r.lanes == nil {
-		return r.q.Contains(&c.node)
-	}
-	return r.lanes.flowOf(c).Contains(&c.node)
-}
-
 // unqueue takes c out of the queue wherever it is, if it is there, and
 // tells the predictions: nothing was consumed, but what they assumed of c
 // no longer holds.
