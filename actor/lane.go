@@ -193,7 +193,8 @@ func (l *Limiter) lanesOnce() *laneSet {
 //
 // It fails with an error matching algorithms.ErrInvalidConfig for a share
 // outside [0, 0.5] (above a half the lower priorities would come first),
-// and with permits.ErrClosed once closed. Shares are kept to a millionth.
+// and with permits.ErrClosed once closed. Shares are kept to a millionth,
+// and a positive share below that counts as one millionth.
 // Before the limiter's first lane it only records the floor: a limiter
 // without lanes keeps its FIFO.
 func (l *Limiter) SetPriorityFloor(share float64) error {
@@ -207,6 +208,11 @@ func (l *Limiter) SetPriorityFloor(share float64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.priorityFloor = int64(math.Round(share * scheduler.FloorScale))
+	if share > 0 {
+		// A floor asked for keeps the lower priorities from starving, however
+		// small: it is never rounded down to strict priority.
+		s.priorityFloor = max(s.priorityFloor, 1)
+	}
 	if !s.started {
 		return nil // startLanes applies it
 	}

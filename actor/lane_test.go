@@ -346,3 +346,27 @@ func TestLanePriorities(t *testing.T) {
 		})
 	}
 }
+
+// A positive floor, however small, is never rounded down to strict
+// priority: the lower lane is served while the higher one stays busy (after
+// about a million units of it at a floor of a millionth).
+func TestLaneTinyFloorStillServesTheLowerPriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		l := actor.New(gcra(t, algorithms.PerSecond(1_000_000), 1000))
+		require.NoError(t, l.SetPriorityFloor(1e-9))
+		high, err := l.Lane("interactive", 1, actor.WithPriority(1))
+		require.NoError(t, err)
+		low, err := l.Lane("batch", 1)
+		require.NoError(t, err)
+		b := startBusy(t, t0, []*actor.Lane{high}, [][2]int64{{1000, 1000}}, 3)
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // 10,000 grants of the high lane
+		defer cancel()
+		g, err := low.AcquireGrant(ctx, 1)
+		require.NoError(t, err, "the low lane starved behind the busy high one")
+		assert.Less(t, g.At.Sub(t0), 2*time.Second)
+		require.NoError(t, l.Close())
+		b.wg.Wait()
+	})
+}
