@@ -163,3 +163,15 @@ func checkAgainstReference(t *testing.T, seed uint64, rng *rand.Rand, steps int)
 		}
 	}
 }
+
+// FuzzFairAgainstReference is TestFairAgainstReference with the fuzzer
+// choosing the script's seed and length:
+//
+//	go test -run '^$' -fuzz FuzzFairAgainstReference ./scheduler
+func FuzzFairAgainstReference(f *testing.F) {
+	f.Add(uint64(1), uint64(14), uint16(400))
+	f.Add(uint64(7), uint64(3), uint16(40))
+	f.Fuzz(func(t *testing.T, a, b uint64, steps uint16) {
+		checkAgainstReference(t, a, rand.New(rand.NewPCG(a, b)), 1+int(steps%1000))
+	})
+}
