@@ -142,8 +142,8 @@ func RunAll(arrivals []traffic.Arrival, cfgs []Config) ([]*Result, error) {
 		runs[i] = r
 	}
 	// The longest first, so that the last to finish is a short one: the
-	// windows cost less per waiter than the paced algorithms, and fixed
-	// least of all.
+	// sliding window costs the most (its ring), the paced algorithms less
+	// and the fixed window least (measured on an hour at 1,000/s).
 	order := make([]*run, len(runs))
 	copy(order, runs)
 	slices.SortStableFunc(order, func(a, b *run) int { return cost(b.cfg.Limit.Kind) - cost(a.cfg.Limit.Kind) })
@@ -164,15 +164,15 @@ func RunAll(arrivals []traffic.Arrival, cfgs []Config) ([]*Result, error) {
 	return out, nil
 }
 
-// cost ranks kinds by their measured cost per simulated waiter.
+// cost ranks kinds by their measured cost per arrival, waiting or not.
 func cost(k spec.Kind) int {
 	switch k {
 	case spec.Fixed:
 		return 0
 	case spec.Sliding:
-		return 1
+		return 2
 	}
-	return 2
+	return 1
 }
 
 // run is one limit's owner: the algorithm and its waiters, plus the
