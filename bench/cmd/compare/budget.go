@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/bench/internal/scenario"
-	"github.com/sluicehq/sluice/budget"
 )
 
 func init() { budgetSection = measureBudget }
@@ -14,7 +13,7 @@ func measureBudget(r *runner, b *strings.Builder) {
 	b.WriteString("## Retry budget\n\n")
 	b.WriteString("ns per operation on a budget with default settings (no peer in Go's usual toolbox), and the live heap one budget holds.\n\n")
 	t := table{header: []string{"operation", "goroutines", "cost"}}
-	subjects := append(scenario.Budget(), budgetStats())
+	subjects := append(scenario.Budget(), scenario.BudgetStats())
 	for _, g := range []int{1, 2, 32} {
 		m := r.micros("budget", g, subjects)
 		for i, s := range subjects {
@@ -35,21 +34,4 @@ func measureBudget(r *runner, b *strings.Builder) {
 		t.add("heap per budget (`budget.New()`)", "–", fmt.Sprintf("%.0f B", median(sizes)))
 	}
 	t.write(b)
-}
-
-// budgetStats is the subject of Stats, what an operator's dashboard reads,
-// on a budget fed one deposit per read.
-func budgetStats() scenario.Micro {
-	return scenario.Micro{Name: "budget Deposit+Stats", New: func() (func(int), func(), error) {
-		b, err := budget.New()
-		if err != nil {
-			return nil, nil, err
-		}
-		return func(n int) {
-			for range n {
-				b.Deposit()
-				_ = b.Stats()
-			}
-		}, func() {}, nil
-	}}
 }

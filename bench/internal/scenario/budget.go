@@ -11,30 +11,34 @@ import (
 // one deposit per withdrawal attempt so that both outcomes occur.
 func Budget() []Micro {
 	return []Micro{
-		{Name: "budget Deposit", New: func() (func(int), func(), error) {
-			b, err := budget.New()
-			if err != nil {
-				return nil, nil, err
-			}
-			return func(n int) {
-				for range n {
-					b.Deposit()
-				}
-			}, func() {}, nil
-		}},
-		{Name: "budget Deposit+TryWithdraw", New: func() (func(int), func(), error) {
-			b, err := budget.New()
-			if err != nil {
-				return nil, nil, err
-			}
-			return func(n int) {
-				for range n {
-					b.Deposit()
-					b.TryWithdraw()
-				}
-			}, func() {}, nil
-		}},
+		budgetMicro("budget Deposit", nil),
+		budgetMicro("budget Deposit+TryWithdraw", func(b *budget.RetryBudget) { b.TryWithdraw() }),
 	}
+}
+
+// BudgetStats is the subject of Stats, what an operator's dashboard reads,
+// on a budget fed one deposit per read.
+func BudgetStats() Micro {
+	return budgetMicro("budget Deposit+Stats", func(b *budget.RetryBudget) { _ = b.Stats() })
+}
+
+// budgetMicro is a subject that makes a budget with default settings and,
+// for each operation, deposits once and then does then (nil: nothing more).
+func budgetMicro(name string, then func(*budget.RetryBudget)) Micro {
+	return Micro{Name: name, New: func() (func(int), func(), error) {
+		b, err := budget.New()
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(n int) {
+			for range n {
+				b.Deposit()
+				if then != nil {
+					then(b)
+				}
+			}
+		}, func() {}, nil
+	}}
 }
 
 // BudgetBytes returns the live heap one retry budget with default settings
