@@ -34,21 +34,12 @@ func (r *result) print(w io.Writer, cfg config) {
 	pr("")
 	pr("  done in          %.1fs", secs)
 	pr("  jobs done        %d / %d", r.done, len(r.jobs))
-	pr("  429s, quota      %d  (goal: 0)", a.QuotaRefused)
-	if cfg.overloadFor > 0 {
-		lost := a.NeverRetried + r.failed
-		pr("  429s, overload   %d, absorbed: %d retried after their Retry-After, %d before it, %d lost  (goal: all after, none lost)",
-			a.OverloadRefused, a.RetriedInTime, a.RetriedEarly, lost)
-	}
-	pr("  token quota      %.1f%% used  (goal: >= 95%%): the API's window held %s of its %s on average over the %.1fs outside the overload",
-		100*r.quotaUsed, demoapi.Grouped(int64(r.quotaUsed*float64(cfg.tokenLimit()))), demoapi.Grouped(cfg.tokenLimit()), r.steady.Seconds())
-	pr("  tokens           %s used of %s estimated (%.0f%%); at most %s in the API's window at once  (limit %s)",
-		demoapi.Grouped(a.TokensUsed), demoapi.Grouped(a.TokensEstimated), 100*float64(a.TokensUsed)/float64(max(a.TokensEstimated, 1)),
-		demoapi.Grouped(r.peakWindow), demoapi.Grouped(cfg.tokenLimit()))
-	pr("  requests/s       %.1f on average, %d at most in any 1 s  (limit %d)", float64(a.Accepted)/secs, a.PeakRequests, cfg.rps)
-	pr("  bound by         %s", demoapi.Binding(r.quotaUsed, r.requestUse))
-	pr("  wait p50 / p99   %v / %v  (from a job's start to the send that succeeded: queue, pauses and retries)",
-		r.waitP50.Round(time.Millisecond), r.waitP99.Round(time.Millisecond))
+	demoapi.PrintResults(pr, demoapi.Outcome{
+		Stats: a, Failed: r.failed, Overload: cfg.overloadFor > 0,
+		QuotaUsed: r.quotaUsed, RequestUse: r.requestUse, Steady: r.steady,
+		TokenLimit: cfg.tokenLimit(), RPS: cfg.rps,
+		Elapsed: r.elapsed, WaitP50: r.waitP50, WaitP99: r.waitP99,
+	})
 	t := r.transport
 	pr("  transport        %d attempts for %d requests, %d retries, %d pauses, %d settled",
 		t.Attempts, t.Requests, t.Retries, t.Pauses, t.Settled)
