@@ -33,47 +33,37 @@ func (e *engine) apply(b *batch, now int64) {
 func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 	ks := kc.ks
 	off := b.r - kc.now*1000
-	ks.off, ks.value = off, kc.value
-	ks.tat = pair{w: kc.value.w, f: kc.value.f}
-
-	if kc.gave {
-		for _, s := range kc.give {
-			e.givenBack.Add(uint64(s.cost))
-		}
-		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
-	} else if len(kc.give) > 0 {
-		for _, s := range kc.give {
-			s.giving = false
-		}
-		e.markDirty(ks)
+	ks.off = off
+	codes := kc.codes
+	if e.win != nil {
+		codes = e.settled(kc)
+	} else {
+		e.gaveBack(kc)
 	}
-	if kc.refund != nil {
-		st := stKept
-		if kc.gave {
-			st = stRefunded
-			e.refunded.Add(1)
-		}
-		e.finish(kc.refund, st, 0, nil)
-	}
-
-	last := -1 // the call's last admission: the only grant a Refund can take back
-	for i, code := range kc.codes {
-		if code > 0 {
-			last = i
+	last := -1 // a GCRA call's last admission: the only grant a Refund can take back
+	if e.win == nil {
+		for i, code := range codes {
+			if code > 0 {
+				last = i
+			}
 		}
 	}
 	var prev int64
 	if n := len(ks.slots); n > 0 {
 		prev = ks.slots[n-1].at
 	}
-	first := len(ks.slots)
+	first, id := len(ks.slots), kc.first
 	for i, r := range kc.reqs {
-		code := kc.codes[i]
+		code := codes[i]
 		switch {
 		case code > 0:
 			at := max(off+code*1000, prev)
 			prev = at
 			s := &slot{at: at, red: code, cost: r.cost, left: r.cost}
+			if e.win != nil {
+				s.ep, s.id = kc.epoch, id
+				id++
+			}
 			ks.slots = append(ks.slots, s)
 			switch {
 			case r.state.Load() == rqCancelled:
@@ -105,6 +95,9 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 			e.finish(r, stNever, 0, nil)
 		}
 	}
+	if e.win != nil {
+		return
+	}
 	// One call's admissions lie one right behind the other, the last
 	// ending at the TAT the call left.
 	end := ks.tat
@@ -113,6 +106,33 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 		s.end = end
 		end = end.sub(e.q.ticks(s.cost), e.q.c)
 		s.start = end
+	}
+}
+
+// gaveBack applies what a GCRA call said of its give-back: the key's value
+// after it, whether the trailing slots or the Refund went back.
+func (e *engine) gaveBack(kc *keyCall) {
+	ks := kc.ks
+	ks.value = kc.value
+	ks.tat = pair{w: kc.value.w, f: kc.value.f}
+	if kc.gave {
+		for _, s := range kc.give {
+			e.givenBack.Add(uint64(s.cost))
+		}
+		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
+	} else if len(kc.give) > 0 {
+		for _, s := range kc.give {
+			s.giving = false
+		}
+		e.markDirty(ks)
+	}
+	for _, r := range kc.settles {
+		st := stKept
+		if kc.gave {
+			st = stRefunded
+			e.refunded.Add(1)
+		}
+		e.finish(r, st, 0, nil)
 	}
 }
 
@@ -131,8 +151,8 @@ func (e *engine) failed(kc *keyCall) {
 			s.giving = false
 		}
 	}
-	if kc.refund != nil {
-		e.finish(kc.refund, stKept, 0, nil)
+	for _, r := range kc.settles {
+		e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
 	}
 	for _, r := range kc.reqs {
 		ks.left(r)

@@ -27,11 +27,11 @@ type batch struct {
 // keyCall is one script call: a key's requests in FIFO order, and perhaps
 // a give-back (trailing slots nobody can use, or a Refund).
 type keyCall struct {
-	ks     *keyState
-	reqs   []*request
-	give   []*slot  // slots given back, if the key still holds ks.value
-	refund *request // or a Refund of a grant
-	args   []any
+	ks      *keyState
+	reqs    []*request
+	give    []*slot    // slots given back (a GCRA's: if the key still holds ks.value)
+	settles []*request // Refunds (a GCRA's: at most one, instead of give) and a window's Settles
+	args    []any
 
 	answer
 }
@@ -77,7 +77,7 @@ func (e *engine) failReady() {
 		}
 		ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })
 		for _, r := range ks.refunds {
-			e.finish(r, stKept, 0, nil)
+			e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: e.downErr})
 		}
 		ks.refunds = nil
 		e.markDirty(ks)
@@ -124,25 +124,35 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 	}
 	reqs := string(buf)
 	e.scratchB = buf
+	if e.win != nil {
+		e.windowArgs(ks, kc, reqs, now)
+	} else {
+		e.gcraArgs(ks, kc, reqs, now)
+	}
+	if len(kc.reqs) == 0 && len(kc.settles) == 0 && len(kc.give) == 0 {
+		return nil
+	}
+	ks.inflight = true
+	return kc
+}
 
+// gcraArgs completes a GCRA's call: one give-back at most, a Refund's or
+// the trailing slots nobody can use.
+func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	var give ident
 	var g pair
 	if len(ks.refunds) > 0 {
-		kc.refund = ks.refunds[0]
+		r := ks.refunds[0]
 		ks.refunds = ks.refunds[1:]
-		give, g = kc.refund.refund, e.q.ticks(kc.refund.cost)
+		kc.settles = []*request{r}
+		give, g = r.refund, e.q.ticks(r.cost)
 	} else if kc.give = ks.trailing(now); len(kc.give) > 0 {
 		for _, s := range kc.give {
 			s.giving = true
 		}
 		give, g = ks.value, ks.tat.sub(kc.give[len(kc.give)-1].start, e.q.c)
 	}
-	if len(kc.reqs) == 0 && kc.refund == nil && len(kc.give) == 0 {
-		return nil
-	}
-	ks.inflight = true
 	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.String(), g.w, g.f, reqs}
-	return kc
 }
 
 // maxWait is how far ahead Redis may reserve for r, in µs (-1: no limit),
@@ -162,6 +172,15 @@ func (e *engine) maxWait(r *request, now int64) int64 {
 		}
 	}
 	return mw
+}
+
+// spare returns the slots of the key that nobody holds or can use and
+// that are safe to give back: a GCRA's trailing ones, any of a window's.
+func (e *engine) spare(ks *keyState, now int64) []*slot {
+	if e.win != nil {
+		return ks.unheld()
+	}
+	return ks.trailing(now)
 }
 
 // trailing returns the slots at the end of the key's list that nobody
@@ -198,7 +217,7 @@ func (e *engine) call(ctx context.Context, keys []*keyCall) []answer {
 			again = append(again, i)
 			continue
 		}
-		as[i] = read(c, len(keys[i].reqs))
+		as[i] = e.read(c, keys[i])
 	}
 	if len(again) > 0 {
 		retry := make([]*keyCall, len(again))
@@ -206,7 +225,7 @@ func (e *engine) call(ctx context.Context, keys []*keyCall) []answer {
 			retry[j] = keys[i]
 		}
 		for j, c := range e.run(ctx, retry, true) {
-			as[again[j]] = read(c, len(retry[j].reqs))
+			as[again[j]] = e.read(c, retry[j])
 		}
 	}
 	return as
@@ -221,9 +240,9 @@ func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.C
 			e.decided.Add(uint64(len(kc.reqs)))
 		}
 		if load {
-			return c.Eval(ctx, batchScript, []string{kc.ks.name}, kc.args...)
+			return c.Eval(ctx, e.script, []string{kc.ks.name}, kc.args...)
 		}
-		return c.EvalSha(ctx, batchSHA, []string{kc.ks.name}, kc.args...)
+		return c.EvalSha(ctx, e.sha, []string{kc.ks.name}, kc.args...)
 	}
 	cmds := make([]*redis.Cmd, len(keys))
 	if len(keys) == 1 {
@@ -242,13 +261,23 @@ func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.C
 // answer is what one script call said.
 type answer struct {
 	now   int64 // Redis's instant, µs
-	value ident
-	gave  bool
+	value ident // a GCRA's value after the call
+	gave  bool  // a GCRA's give-back was applied
+	epoch int64 // a window's epoch
+	first int64 // a window's first new event
 	codes []int64
 	err   error
 }
 
-// read reads a script call's reply for n requests.
+// read reads the reply to kc's call.
+func (e *engine) read(c *redis.Cmd, kc *keyCall) answer {
+	if e.win != nil {
+		return readWindow(c, len(kc.settles)+len(kc.give), len(kc.reqs))
+	}
+	return read(c, len(kc.reqs))
+}
+
+// read reads a GCRA script call's reply for n requests.
 func read(c *redis.Cmd, n int) answer {
 	res, err := c.Slice()
 	if err != nil {

@@ -33,7 +33,11 @@ type engine struct {
 	cfg    config
 	client redis.UniversalClient
 	q      quota
-	args   [4]string // P, C, tau's µs and ticks, as the script reads them
+	win    *window  // a sliding window's; nil for GCRA
+	args   []string // the script's leading arguments: its parameters
+	script string   // the script every call runs, and its SHA1
+	sha    string
+	nowArg int // the index in a call's arguments of the instant to decide at
 	prefix string    // Keyed: the keys' prefix
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
@@ -73,13 +77,11 @@ type engine struct {
 	scratchB []byte
 }
 
-func newEngine(client redis.UniversalClient, rate algorithms.Rate, burst int64, opts []Option) (*engine, error) {
+// newEngine starts the owner of a GCRA (win nil) or of a sliding window
+// (q then holds its limit as the burst, the most one request may cost).
+func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option) (*engine, error) {
 	if client == nil {
 		return nil, invalid("nil redis client")
-	}
-	q, err := newQuota(rate, burst)
-	if err != nil {
-		return nil, err
 	}
 	cfg := defaults()
 	for _, o := range opts {
@@ -90,13 +92,20 @@ func newEngine(client redis.UniversalClient, rate algorithms.Rate, burst int64, 
 	if cfg.clock == nil {
 		cfg.clock = systemClock{}
 	}
-	e := &engine{cfg: cfg, client: client, q: q}
+	e := &engine{cfg: cfg, client: client, q: q, win: win}
 	if cfg.openNum != 0 || cfg.openDen != 0 {
-		if e.local, err = localLimiter(q, cfg); err != nil {
+		var err error
+		if e.local, err = localLimiter(q, win, cfg); err != nil {
 			return nil, err
 		}
 	}
-	e.args = [4]string{strconv.FormatInt(q.p, 10), strconv.FormatInt(q.c, 10), strconv.FormatInt(q.tau.w, 10), strconv.FormatInt(q.tau.f, 10)}
+	if win != nil {
+		e.args = []string{strconv.FormatInt(win.limit, 10), strconv.FormatInt(win.span, 10)}
+		e.script, e.sha, e.nowArg = windowScript, windowSHA, 2
+	} else {
+		e.args = []string{strconv.FormatInt(q.p, 10), strconv.FormatInt(q.c, 10), strconv.FormatInt(q.tau.w, 10), strconv.FormatInt(q.tau.f, 10)}
+		e.script, e.sha, e.nowArg = batchScript, batchSHA, 4
+	}
 	e.epoch = cfg.clock.Now()
 	e.wake = make(chan struct{}, 1)
 	e.results = make(chan *batch, 1)
@@ -109,11 +118,15 @@ func newEngine(client redis.UniversalClient, rate algorithms.Rate, burst int64, 
 	return e, nil
 }
 
-// localLimiter is the fail-open limiter: num/den of the rate and burst.
-func localLimiter(q quota, cfg config) (*actor.Limiter, error) {
+// localLimiter is the fail-open limiter: num/den of the rate and burst,
+// or of a window's limit.
+func localLimiter(q quota, win *window, cfg config) (*actor.Limiter, error) {
 	num, den := cfg.openNum, cfg.openDen
 	if num < 1 || den < num {
 		return nil, invalid("WithFailOpen(%d, %d): want 0 < num <= den", num, den)
+	}
+	if win != nil {
+		return win.local(num, den, cfg)
 	}
 	r := q.rate
 	if r.Count > (1<<62)/den || int64(r.Per) > (1<<62)/den {
@@ -339,7 +352,7 @@ func (e *engine) arrive(r *request, now int64) {
 	ks := e.key(r.key)
 	r.ks = ks
 	switch r.op {
-	case opRefund:
+	case opRefund, opSettle:
 		ks.refunds = append(ks.refunds, r)
 		e.markReady(ks)
 		return
@@ -438,7 +451,7 @@ func (e *engine) shutdown(b *batch) {
 			e.finish(r, stClosed, 0, nil)
 		}
 		for _, r := range ks.refunds {
-			e.finish(r, stKept, 0, nil)
+			e.finish(r, stClosed, 0, nil)
 		}
 	}
 	if b == nil {
@@ -449,18 +462,14 @@ func (e *engine) shutdown(b *batch) {
 			for _, r := range kc.reqs {
 				e.finish(r, stClosed, 0, nil)
 			}
-			if kc.refund != nil {
-				e.finish(kc.refund, stKept, 0, nil)
+			for _, r := range kc.settles {
+				e.finish(r, stClosed, 0, nil)
 			}
 		}
 	}
 	_, arrivals := e.take()
 	for r := arrivals; r != nil; r = r.next {
-		if r.op == opRefund {
-			e.finish(r, stKept, 0, nil)
-		} else {
-			e.finish(r, stClosed, 0, nil)
-		}
+		e.finish(r, stClosed, 0, nil)
 	}
 	if e.local != nil {
 		e.local.Close()

@@ -19,6 +19,11 @@ const Script = batchScript
 
 var ScriptSHA = batchSHA
 
+// WindowScript and WindowScriptSHA are the window script and its SHA1.
+const WindowScript = windowScript
+
+var WindowScriptSHA = windowSHA
+
 // WithGrantHook tells f, on the owner goroutine, of every grant through
 // Redis: the instant Redis admitted its slot at, in µs, and its cost.
 func WithGrantHook(f func(redisMicros, cost int64)) Option {

@@ -38,7 +38,11 @@ func NewKeyed(client redis.UniversalClient, prefix string, rate algorithms.Rate,
 	if cfg.openNum != 0 || cfg.openDen != 0 {
 		return nil, invalid("NewKeyed does not support WithFailOpen")
 	}
-	e, err := newEngine(client, rate, burst, opts)
+	q, err := newQuota(rate, burst)
+	if err != nil {
+		return nil, err
+	}
+	e, err := newEngine(client, q, nil, opts)
 	if err != nil {
 		return nil, err
 	}

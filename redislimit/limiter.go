@@ -44,7 +44,11 @@ func New(client redis.UniversalClient, key string, rate algorithms.Rate, burst i
 	if key == "" {
 		return nil, invalid("empty key")
 	}
-	e, err := newEngine(client, rate, burst, opts)
+	q, err := newQuota(rate, burst)
+	if err != nil {
+		return nil, err
+	}
+	e, err := newEngine(client, q, nil, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +70,7 @@ func New(client redis.UniversalClient, key string, rate algorithms.Rate, burst i
 // decide it fails with an error matching ErrUnavailable, or with
 // WithFailOpen asks the local limiter instead.
 func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
-	g, err := l.acquire(ctx, opAcquire, cost)
+	g, err := l.e.acquireGrant(l, ctx, l.key, opAcquire, cost)
 	return g.Permit, err
 }
 
@@ -77,31 +81,33 @@ func (l *Limiter) Acquire(ctx context.Context, cost int64) (permits.Permit, erro
 // waits, and otherwise a lower bound: the wait behind the reservations
 // this process holds.
 func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) {
-	g, err := l.acquire(context.Background(), opTry, cost)
+	g, err := l.e.acquireGrant(l, context.Background(), l.key, opTry, cost)
 	return g.Permit, err
 }
 
 // AcquireGrant is Acquire, returning the permit as a Grant for Refund.
 func (l *Limiter) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, error) {
-	return l.acquire(ctx, opAcquire, cost)
+	return l.e.acquireGrant(l, ctx, l.key, opAcquire, cost)
 }
 
 // TryAcquireGrant is TryAcquire, returning the permit as a Grant for
 // Refund.
 func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
-	return l.acquire(context.Background(), opTry, cost)
+	return l.e.acquireGrant(l, context.Background(), l.key, opTry, cost)
 }
 
-func (l *Limiter) acquire(ctx context.Context, o op, cost int64) (permits.Grant, error) {
-	r, err := l.e.acquire(ctx, l.key, o, cost)
+// acquireGrant is Acquire for the Redis key name, by issuer: the grant
+// through Redis, or the fail-open limiter's.
+func (e *engine) acquireGrant(issuer any, ctx context.Context, name string, o op, cost int64) (permits.Grant, error) {
+	r, err := e.acquire(ctx, name, o, cost)
 	if errors.Is(err, errFallBack) {
-		p, err := l.e.fallBack(ctx, o, cost)
-		return permits.Grant{Permit: p, At: l.e.cfg.clock.Now()}, err
+		p, err := e.fallBack(ctx, o, cost)
+		return permits.Grant{Permit: p, At: e.cfg.clock.Now()}, err
 	}
 	if err != nil {
 		return permits.Grant{}, err
 	}
-	return l.e.grant(l, r), nil
+	return e.grant(issuer, r), nil
 }
 
 // Refund gives back a grant that was not used, if that is provably safe:

@@ -38,6 +38,8 @@ type slot struct {
 	start   pair  // where its admission lies in the schedule: from the TAT
 	end     pair  // before it to the TAT after, Redis µs and ticks
 	giving  bool  // being given back in the call under way
+	ep, id  int64 // a window's: the key's epoch and the slot's event
+	used    bool  // a window's: granted; its event is its holder's now
 }
 
 // remove takes r out of the line.
@@ -86,6 +88,9 @@ func (ks *keyState) behind(e *engine, cost, now int64) int64 {
 	if n := len(ks.slots); n > 0 {
 		at = max(at, ks.slots[n-1].at)
 	}
+	if e.win != nil {
+		return at
+	}
 	// The TAT after the latest call, plus cost, less tau.
 	if ks.tat.w > 0 {
 		t := ks.tat.add(e.q.ticks(cost), e.q.c).sub(e.q.tau, e.q.c)
@@ -128,7 +133,9 @@ func (e *engine) reassign(ks *keyState, now int64) {
 		}
 		for j < len(ks.slots) {
 			s := ks.slots[j]
-			if !s.giving && s.left >= r.cost && (s.at >= now || s == r.slot) && (r.op != opTry || s.at <= now) {
+			// A window's slot is one event, which settles for one holder.
+			if !s.giving && !s.used && s.left >= r.cost && (s.at >= now || s == r.slot) && (r.op != opTry || s.at <= now) &&
+				(e.win == nil || s.holders == 0) {
 				break // a TryAcquire takes only room that is due now: it never waits
 			}
 			j++
@@ -162,8 +169,8 @@ func (e *engine) reassign(ks *keyState, now int64) {
 	}
 	clear(ks.line[len(kept):])
 	ks.line = kept
-	ks.prune(now)
-	if len(ks.trailing(now)) > 0 {
+	ks.prune(e, now)
+	if len(e.spare(ks, now)) > 0 {
 		e.markReady(ks) // to give back what nobody here can use
 	}
 	e.forget(ks)
@@ -177,7 +184,7 @@ func (e *engine) grantDue(now int64) int64 {
 	kept := e.timed[:0]
 	for _, ks := range e.timed {
 		next := ks.grantDue(e, now)
-		ks.prune(now)
+		ks.prune(e, now)
 		if next == 0 {
 			ks.timed = false
 			e.forget(ks)
@@ -209,6 +216,10 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		if e.cfg.onGrant != nil && r.state.Load() == rqWaiting {
 			e.cfg.onGrant(s.red, r.cost)
 		}
+		if e.win != nil {
+			s.used = true
+			r.ticket = ident{w: s.ep, n: s.id, ok: true}
+		}
 		// If its caller gave up at this very instant, the cancellation
 		// finds it gone; the room it leaves is due, so nobody else can
 		// take it.
@@ -226,7 +237,13 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 
 // prune drops the slots at the front that nobody holds and whose instant
 // has come: room unused at its instant is gone, as idle time is in GCRA.
-func (ks *keyState) prune(now int64) {
+// A window drops the slots it granted, wherever they are: the room of one
+// nobody used stays in the window's count until it is given back.
+func (ks *keyState) prune(e *engine, now int64) {
+	if e.win != nil {
+		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.used && s.holders == 0 })
+		return
+	}
 	n := 0
 	for _, s := range ks.slots {
 		if s.holders > 0 || s.giving || s.at > now {

@@ -12,6 +12,7 @@ const (
 	opAcquire op = iota
 	opTry
 	opRefund // a grant given back unused
+	opSettle // a window's grant settled at its actual cost
 )
 
 type status uint8
@@ -24,8 +25,9 @@ const (
 	stClosed                        //
 	stUnavailable                   // err
 	stLocal                         // fail open: ask the local limiter
-	stRefunded                      // a refund took something back
-	stKept                          // a refund took nothing back
+	stRefunded                      // a refund took something back; a settlement was applied
+	stKept                          // a refund took nothing back; a settlement had nothing to apply
+	stSettled                       // a window's grant was settled or refunded before
 )
 
 // A request's state is the one word its caller and the owner race on:
@@ -65,7 +67,8 @@ type request struct {
 	cancelAt   int64
 	deadline   int64
 	hasDL      bool
-	refund     ident // opRefund: the key's value right after the grant
+	refund     ident // opRefund: the key's value right after the grant; a window's: its epoch and event
+	actual     int64 // opSettle: the amount settled at
 
 	// the owner's
 	ks      *keyState

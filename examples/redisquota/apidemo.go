@@ -103,19 +103,23 @@ func (c apiConfig) api() demoapi.Config {
 	}
 }
 
-// The shared limits are GCRAs in Redis: at rate r with burst b they admit
-// at most b + r·d in any window d (docs/distributed.md). The API counts
-// its windows at arrival, a little after the grant; a window longer by
-// the margin (w·100/(100-margin)) covers that delay, as in apiclient. So
+// The shared request limit is a GCRA in Redis: at rate r with burst b it
+// admits at most b + r·d in any window d (docs/distributed.md). The API
+// counts its windows at arrival, a little after the grant; a window longer
+// by the margin (w·100/(100-margin)) covers that delay, as in apiclient. So
 // b + r·w' = quota: r = (quota - b) per w'.
 //
 // The requests' burst is a tenth of the quota, not 1 as in apiclient:
 // permits.All takes the rates together, and when one makes it wait it
-// gives back the others and tries again; a Redis grant comes back only
-// while it is the key's latest admission, which with three processes it
-// seldom still is after a wait. With a burst of 1 the request rate would
+// gives back the others and tries again; a GCRA grant in Redis comes back
+// only while it is the key's latest admission, which with three processes
+// it seldom still is after a wait. With a burst of 1 the request rate would
 // refuse every request that comes within 1/rps of another process's, and
-// each such refusal would waste the token grant taken with it.
+// each such refusal would cost a round of the token window.
+//
+// The shared token limit is a sliding window in Redis, the API's quota
+// over the window made longer by the margin, as in apiclient: it settles,
+// so it counts the usage the API charges once a request has answered.
 
 // requestBurst is the shared request limit's burst.
 func (c apiConfig) requestBurst() int64 { return max(int64(c.rps)/10, 1) }
@@ -125,13 +129,9 @@ func (c apiConfig) requests() algorithms.Rate {
 	return algorithms.Rate{Count: int64(c.rps) - c.requestBurst(), Per: longer(time.Second, c.margin)}
 }
 
-// tokenBurst is the shared token limit's burst: the largest estimate, the
-// least that admits every job.
-func (c apiConfig) tokenBurst() int64 { return c.maxTokens }
-
-// tokens is the shared token rate.
+// tokens is the shared token window.
 func (c apiConfig) tokens() algorithms.Rate {
-	return algorithms.Rate{Count: c.tokenLimit() - c.tokenBurst(), Per: longer(c.tokenWindow, c.margin)}
+	return algorithms.Rate{Count: c.tokenLimit(), Per: longer(c.tokenWindow, c.margin)}
 }
 
 // longer returns w·100/(100-margin), rounded up.
@@ -215,7 +215,7 @@ func runAPI(ctx context.Context, cfg apiConfig, stderr io.Writer) (*apiResult, e
 	for i := range cfg.processes {
 		spec := workerSpec{
 			URL: srv.URL, Addr: addr, Prefix: prefix,
-			Requests: cfg.requests(), RequestBurst: cfg.requestBurst(), Tokens: cfg.tokens(), TokenBurst: cfg.tokenBurst(),
+			Requests: cfg.requests(), RequestBurst: cfg.requestBurst(), Tokens: cfg.tokens(),
 			Pool: share(cfg.concurrency, cfg.processes, i), Workers: share(cfg.workers, cfg.processes, i),
 		}
 		for k := i; k < len(all); k += cfg.processes {

@@ -86,8 +86,9 @@ func TestAPIFlags(t *testing.T) {
 	}
 }
 
-// The shared limits' bound, burst + rate·(window·100/(100-margin)), is the
-// API's quota: no more, and no less than one unit short of it.
+// The shared limits' bounds are the API's quotas: burst + rate·(window·
+// 100/(100-margin)) for the request GCRA, the token quota itself over the
+// longer window for the token window.
 func TestSharedLimitsFillTheQuota(t *testing.T) {
 	cfg, err := parseAPIFlags(nil, io.Discard)
 	if err != nil {
@@ -97,8 +98,8 @@ func TestSharedLimitsFillTheQuota(t *testing.T) {
 	if got := cfg.requestBurst() + r.Count; got != int64(cfg.rps) {
 		t.Errorf("requests: burst + count = %d, want %d", got, cfg.rps)
 	}
-	if got := cfg.tokenBurst() + tk.Count; got != cfg.tokenLimit() {
-		t.Errorf("tokens: burst + count = %d, want %d", got, cfg.tokenLimit())
+	if tk.Count != cfg.tokenLimit() {
+		t.Errorf("tokens: %d in the window, want %d", tk.Count, cfg.tokenLimit())
 	}
 	if r.Per*99 < time.Second*100 || tk.Per*99 < cfg.tokenWindow*100 {
 		t.Errorf("the windows %v and %v are not 1%% longer than the API's", r.Per, tk.Per)

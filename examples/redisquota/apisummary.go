@@ -40,11 +40,10 @@ func (r *apiResult) print(w io.Writer) {
 	}
 	pr("  Redis shares     GCRA %.2f requests/s, burst %d (at most %d in any %v);",
 		perSecond(cfg.requests()), cfg.requestBurst(), cfg.rps, cfg.requests().Per.Round(time.Millisecond))
-	pr("                   GCRA %s tokens/s, burst %s (at most %s in any %v)  (margin %d%%)",
-		demoapi.Grouped(int64(perSecond(cfg.tokens()))), demoapi.Grouped(cfg.tokenBurst()), demoapi.Grouped(cfg.tokenLimit()),
-		cfg.tokens().Per.Round(time.Millisecond), cfg.margin)
-	pr("  each process     a pool of %s; acquires each job's estimate, and keeps it: a GCRA in Redis gives back", strings.Join(pools, ", "))
-	pr("                   only its latest grant, so nothing is settled")
+	pr("                   sliding window of %s tokens in any %v  (margin %d%%)",
+		demoapi.Grouped(cfg.tokens().Count), cfg.tokens().Per.Round(time.Millisecond), cfg.margin)
+	pr("  each process     a pool of %s; acquires each job's estimate, and settles it with the usage the API", strings.Join(pools, ", "))
+	pr("                   reports: the shared window counts what each job really used")
 	pr("")
 	pr("  done in          %.1fs", secs)
 	pr("  jobs done        %d / %d  (%s per process)", r.done, len(r.jobs), strings.Join(done, ", "))

@@ -21,9 +21,8 @@ import (
 // workerSpec is what the parent hands a client process on stdin.
 type workerSpec struct {
 	URL, Addr, Prefix string
-	Requests, Tokens  algorithms.Rate // the shared limits in Redis
+	Requests, Tokens  algorithms.Rate // the shared limits in Redis: a GCRA, a sliding window
 	RequestBurst      int64
-	TokenBurst        int64
 	Pool              int // this process's share of the API's concurrency
 	Workers           int // goroutines
 	Jobs              []*demoapi.Job
@@ -42,17 +41,17 @@ const maxAttempts = 10
 // over
 //
 //	pause    := a limiter of this process that never binds but can pause
-//	requests := redislimit GCRA, shared
-//	tokens   := redislimit GCRA, shared
+//	requests := redislimit.New: a GCRA, shared
+//	tokens   := redislimit.NewWindow: a sliding window, shared, that settles
 //	conns    := actor.NewPool(this process's share of the concurrency)
 //	lim      := permits.All(FixedCost(pause, 1), FixedCost(requests, 1), tokens, FixedCost(conns, 1))
 //
 // redislimit's limiters cannot pause (a pause would have to be kept in
 // Redis), so a 429 pauses this process only, through pause; the others
 // learn of the overload from 429s of their own. Each job acquires its
-// estimate; the Transport settles the permit, which settles nothing in
-// Redis: redislimit gives back a grant only while it is the key's latest
-// admission (Refund), and has no Settle.
+// estimate, and the Transport settles the permit with the usage the API
+// reports: the shared window then counts what the job really used, for
+// every process, as the API's own window does.
 func apiWork(ctx context.Context, in io.Reader, out io.Writer) error {
 	var spec workerSpec
 	if err := json.NewDecoder(in).Decode(&spec); err != nil {
@@ -65,7 +64,7 @@ func apiWork(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer requests.Close()
-	tokens, err := redislimit.New(c, spec.Prefix+"tokens", spec.Tokens, spec.TokenBurst)
+	tokens, err := redislimit.NewWindow(c, spec.Prefix+"tokens", spec.Tokens)
 	if err != nil {
 		return err
 	}

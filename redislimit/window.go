@@ -1,0 +1,280 @@
+package redislimit
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
+)
+
+// Window is an exact sliding window whose state lives in Redis, shared by
+// every process that uses the same key and limit: at most limit.Count
+// units are admitted in any interval of length limit.Per, across all of
+// them. Its grants can be settled with what the call really cost, which
+// is what a tokens-per-minute quota needs: acquire the estimate, then
+// Settle the usage the response reports. The window counts the settled
+// amount from the grant's instant on, as an API that charges an estimate
+// on arrival and the real usage once it answers does; a Refund takes the
+// grant out of the window entirely. Both are always safe, whatever was
+// admitted since, since taking an amount out of one admission never makes
+// any window hold more.
+//
+// It has the semantics of actor.New(algorithms.NewSlidingWindow(limit)) in
+// one process, and the protocol of Limiter: the owner sends the requests
+// of every caller waiting at once as one script call, which admits them in
+// order at Redis's clock, now or at a reserved instant ahead (when enough
+// of the oldest admissions have left the window), and the callers wait for
+// their instants locally, on the owner's one timer; a waiter that gives up
+// hands its reservation on, or gives it back. Across processes,
+// admissions follow one another in time: a request never passes a
+// reservation any process holds.
+//
+// Redis keeps one hash field per admission still in the window (about 40
+// bytes each), and a call's work grows with the admissions that must
+// leave the window before its requests fit: fine for a few thousand
+// admissions per window (requests per minute, tokens per minute counted
+// per request), not for a window of a million single-unit admissions,
+// which a GCRA (New) keeps in one value.
+//
+// A Window is safe for concurrent use. Close it when done: it owns two
+// goroutines. Closing it does not close the Redis client.
+type Window struct {
+	e   *engine
+	key string
+}
+
+// window is a sliding window in the script's terms.
+type window struct {
+	limit int64
+	span  int64 // the window in µs, rounded up: never shorter than asked
+	rate  algorithms.Rate
+}
+
+// NewWindow returns a Window for the Redis key key admitting limit.Count
+// units in any interval of limit.Per (NewWindow(client, key,
+// algorithms.PerMinute(200_000)) for 200,000 tokens a minute), and starts
+// its goroutines. Every process sharing key must use the same limit. The
+// window is kept in whole microseconds, rounded up. NewWindow fails,
+// matching algorithms.ErrInvalidConfig, for a nil client, an empty key, an
+// invalid rate, one that Redis's integer arithmetic cannot keep exact, or
+// invalid options. Nil options are ignored. WithFailOpen falls back to a
+// local sliding window of the share of the limit.
+func NewWindow(client redis.UniversalClient, key string, limit algorithms.Rate, opts ...Option) (*Window, error) {
+	if key == "" {
+		return nil, invalid("empty key")
+	}
+	if err := limit.Validate(); err != nil {
+		return nil, err
+	}
+	span := (int64(limit.Per) + int64(time.Microsecond) - 1) / int64(time.Microsecond)
+	if limit.Count >= maxExact/4 || span >= maxExact/8 {
+		return nil, invalid("window %v is too large for Redis's integer arithmetic", limit)
+	}
+	win := &window{limit: limit.Count, span: span, rate: limit}
+	e, err := newEngine(client, quota{rate: limit, burst: limit.Count}, win, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Window{e: e, key: key}, nil
+}
+
+// local is the fail-open limiter: a sliding window of num/den of the
+// limit (at least 1).
+func (w *window) local(num, den int64, cfg config) (*actor.Limiter, error) {
+	share := max(1, w.limit/den*num+w.limit%den*num/den)
+	sw, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: share, Per: w.rate.Per})
+	if err != nil {
+		return nil, err
+	}
+	return actor.New(sw, actor.WithClock(cfg.clock), actor.WithName("redislimit fail-open")), nil
+}
+
+// Acquire waits until cost units are admitted, in FIFO order among this
+// process's callers, and returns a permit for them (Release is a no-op: the
+// window frees them with time). It fails like Limiter.Acquire, with
+// permits.ErrCostExceedsCapacity for a cost above the limit. To settle the
+// grant, use AcquireGrant, or acquire through permits.All and call
+// permits.Settle.
+func (w *Window) Acquire(ctx context.Context, cost int64) (permits.Permit, error) {
+	g, err := w.e.acquireGrant(w, ctx, w.key, opAcquire, cost)
+	return g.Permit, err
+}
+
+// TryAcquire returns a permit for cost units if Redis admits them now and
+// nobody in this process is waiting; it never waits for capacity, only for
+// Redis's answer. A refusal is a *permits.RateLimitError whose RetryAfter
+// is exact, to the microsecond, when nobody in this process waits, and
+// otherwise a lower bound.
+func (w *Window) TryAcquire(cost int64) (permits.Permit, error) {
+	g, err := w.e.acquireGrant(w, context.Background(), w.key, opTry, cost)
+	return g.Permit, err
+}
+
+// AcquireGrant is Acquire, returning the permit as a Grant for Settle and
+// Refund.
+func (w *Window) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, error) {
+	return w.e.acquireGrant(w, ctx, w.key, opAcquire, cost)
+}
+
+// TryAcquireGrant is TryAcquire, returning the permit as a Grant for
+// Settle and Refund.
+func (w *Window) TryAcquireGrant(cost int64) (permits.Grant, error) {
+	return w.e.acquireGrant(w, context.Background(), w.key, opTry, cost)
+}
+
+// Settle settles g at actual units, once: from then on the window counts
+// actual units at g's instant instead of g's cost, so that less gives the
+// difference back to every process at once and more is charged as a debt
+// that later admissions wait for. It waits for Redis's answer. A grant
+// whose instant has left the window has nothing left to settle, and
+// settles without effect. It fails with permits.ErrInvalidCost for actual
+// < 0; permits.ErrUnknownGrant for a grant of another limiter, one of the
+// fail-open limiter, or one settled or refunded before; permits.ErrClosed
+// once the Window is closed; and an error matching ErrUnavailable when
+// Redis cannot be asked (the grant then stays as it was).
+func (w *Window) Settle(g permits.Grant, actual int64) error {
+	if actual < 0 {
+		return permits.InvalidCost(actual)
+	}
+	r, ok := w.settlement(g, opSettle, actual)
+	if !ok {
+		return permits.ErrUnknownGrant
+	}
+	if w.e.closed.Load() {
+		return permits.ErrClosed
+	}
+	w.e.roundTrip(context.Background(), r)
+	if r.state.Load() != rqDone {
+		return permits.ErrClosed
+	}
+	switch r.status {
+	case stRefunded, stKept:
+		return nil
+	case stUnavailable:
+		return r.err
+	case stClosed:
+		return permits.ErrClosed
+	}
+	return permits.ErrUnknownGrant
+}
+
+// Refund takes g out of the window, for a grant that was not used, and
+// reports whether it did: a grant of another limiter, one settled or
+// refunded before, or one whose instant has left the window gives back
+// nothing. It waits for Redis's answer.
+func (w *Window) Refund(g permits.Grant) bool {
+	r, ok := w.settlement(g, opRefund, 0)
+	if !ok || w.e.closed.Load() {
+		return false
+	}
+	w.e.roundTrip(context.Background(), r)
+	return r.state.Load() == rqDone && r.status == stRefunded
+}
+
+// settlement makes the request that settles g at actual, if g is this
+// Window's.
+func (w *Window) settlement(g permits.Grant, o op, actual int64) (*request, bool) {
+	mark, _, seq, ok := g.Ticket(w)
+	if !ok || seq < 1 || g.Cost() < 1 {
+		return nil, false
+	}
+	r := w.e.newRequest(context.Background(), w.key, o, g.Cost())
+	r.refund = ident{w: mark.UnixMicro(), n: seq, ok: true}
+	r.actual = actual
+	return r, true
+}
+
+// Close fails every waiting caller with permits.ErrClosed, makes every
+// later call return it, and returns once the owner's goroutines have
+// exited. It is idempotent and always returns nil. It does not close the
+// Redis client.
+func (w *Window) Close() error {
+	w.e.close()
+	return nil
+}
+
+// Stats returns the window's counters; Refunded counts the Refunds and
+// Settles that Redis applied.
+func (w *Window) Stats() Stats { return w.e.stats() }
+
+// windowArgs completes a window's call: every Settle and Refund queued,
+// and every slot nobody holds, given back.
+func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
+	var buf []byte
+	entry := func(ep, id, amount int64, final bool) {
+		if len(buf) > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendInt(buf, ep, 10)
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, id, 10)
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, amount, 10)
+		if final {
+			buf = append(buf, ":1"...)
+		} else {
+			buf = append(buf, ":0"...)
+		}
+	}
+	kc.settles, ks.refunds = ks.refunds, nil
+	for _, r := range kc.settles {
+		entry(r.refund.w, r.refund.n, r.actual, true)
+	}
+	kc.give = ks.unheld()
+	for _, s := range kc.give {
+		s.giving = true
+		entry(s.ep, s.id, 0, false)
+	}
+	kc.args = []any{e.args[0], e.args[1], "0", string(buf), reqs}
+}
+
+// unheld returns a window's slots that nobody holds and that were never
+// granted: room reserved for waiters that gave up, which goes back to the
+// window.
+func (ks *keyState) unheld() []*slot {
+	var give []*slot
+	for _, s := range ks.slots {
+		if s.holders == 0 && !s.used && !s.giving {
+			give = append(give, s)
+		}
+	}
+	return give
+}
+
+// settled applies what a window's call said of its settlements and
+// give-backs, and returns the codes of its requests.
+func (e *engine) settled(kc *keyCall) []int64 {
+	ks := kc.ks
+	for i, r := range kc.settles {
+		st := stKept
+		switch kc.codes[i] {
+		case 1:
+			st = stRefunded
+			e.refunded.Add(1)
+		case 0:
+			st = stSettled
+		}
+		e.finish(r, st, 0, nil)
+	}
+	n := len(kc.settles)
+	for i, s := range kc.give {
+		if kc.codes[n+i] == 1 {
+			e.givenBack.Add(uint64(s.cost))
+		}
+	}
+	if len(kc.give) > 0 {
+		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
+	}
+	return kc.codes[n+len(kc.give):]
+}
+
+var (
+	_ permits.Limiter = (*Window)(nil)
+	_ permits.Settler = (*Window)(nil)
+)
