@@ -37,8 +37,8 @@ type engine struct {
 	args   []string // the script's leading arguments: its parameters
 	script string   // the script every call runs, and its SHA1
 	sha    string
-	nowArg int // the index in a call's arguments of the instant to decide at
-	prefix string    // Keyed: the keys' prefix
+	nowArg int    // the index in a call's arguments of the instant to decide at
+	prefix string // Keyed: the keys' prefix
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
 
