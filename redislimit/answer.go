@@ -151,7 +151,16 @@ func (e *engine) failed(kc *keyCall) {
 			s.giving = false
 		}
 	}
-	for _, r := range kc.settles {
+	for _, s := range kc.moves {
+		s.moving = false
+	}
+	if unknown && len(kc.moves) > 0 {
+		// A reservation may have moved earlier: granting it at its old
+		// instant could use it after the window let it go. Its waiters
+		// fail; the reservation stays counted in Redis.
+		e.abandon(ks, kc.moves, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: true})
+	}
+	for _, r := range append(kc.settles, kc.pauses...) {
 		e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
 	}
 	for _, r := range kc.reqs {
@@ -169,4 +178,22 @@ func (e *engine) failed(kc *keyCall) {
 		// next callers the wait (WithProbeInterval).
 		e.downTill, e.downErr = e.now()+int64(e.cfg.probe), kc.err
 	}
+}
+
+// abandon fails the waiters holding slots and drops the slots, which stay
+// counted where Redis keeps them.
+func (e *engine) abandon(ks *keyState, slots []*slot, err error) {
+	for _, r := range ks.line {
+		if r.phase == phReserved && slices.Contains(slots, r.slot) {
+			r.slot.holders--
+			ks.left(r)
+			if e.local != nil {
+				e.finish(r, stLocal, 0, nil)
+			} else {
+				e.finish(r, stUnavailable, 0, err)
+			}
+		}
+	}
+	ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })
+	ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return slices.Contains(slots, s) })
 }

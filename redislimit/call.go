@@ -31,6 +31,8 @@ type keyCall struct {
 	reqs    []*request
 	give    []*slot    // slots given back (a GCRA's: if the key still holds ks.value)
 	settles []*request // Refunds (a GCRA's: at most one, instead of give) and a window's Settles
+	moves   []*slot    // a window's reservations that may move earlier
+	pauses  []*request // a window's Pauses
 	args    []any
 
 	answer
@@ -129,7 +131,7 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 	} else {
 		e.gcraArgs(ks, kc, reqs, now)
 	}
-	if len(kc.reqs) == 0 && len(kc.settles) == 0 && len(kc.give) == 0 {
+	if len(kc.reqs) == 0 && len(kc.settles) == 0 && len(kc.give) == 0 && len(kc.pauses) == 0 {
 		return nil
 	}
 	ks.inflight = true
@@ -272,7 +274,7 @@ type answer struct {
 // read reads the reply to kc's call.
 func (e *engine) read(c *redis.Cmd, kc *keyCall) answer {
 	if e.win != nil {
-		return readWindow(c, len(kc.settles)+len(kc.give), len(kc.reqs))
+		return readWindow(c, len(kc.settles)+len(kc.give)+len(kc.moves), len(kc.reqs))
 	}
 	return read(c, len(kc.reqs))
 }

@@ -57,7 +57,7 @@ type engine struct {
 
 	granted, rejected, canceled, unavailable, fellOpen atomic.Uint64
 	calls, decided, handedOff, givenBack, refunded     atomic.Uint64
-	directs                                            atomic.Uint64
+	directs, moves                                     atomic.Uint64
 	waiting                                            atomic.Int64
 
 	// the owner's
@@ -352,7 +352,10 @@ func (e *engine) arrive(r *request, now int64) {
 	ks := e.key(r.key)
 	r.ks = ks
 	switch r.op {
-	case opRefund, opSettle:
+	case opRefund, opSettle, opPause:
+		if r.op == opPause {
+			r.actual = e.redisMicros(ks, r.until)
+		}
 		ks.refunds = append(ks.refunds, r)
 		e.markReady(ks)
 		return
@@ -462,7 +465,7 @@ func (e *engine) shutdown(b *batch) {
 			for _, r := range kc.reqs {
 				e.finish(r, stClosed, 0, nil)
 			}
-			for _, r := range kc.settles {
+			for _, r := range append(kc.settles, kc.pauses...) {
 				e.finish(r, stClosed, 0, nil)
 			}
 		}
@@ -485,6 +488,16 @@ func (e *engine) close() {
 		e.kick()
 	})
 	<-e.done
+}
+
+// redisMicros is the local instant t at Redis's clock, in µs rounded up,
+// through the offset the key's latest call measured, or the local wall
+// clock before any.
+func (e *engine) redisMicros(ks *keyState, t time.Time) int64 {
+	if ks.off == 0 {
+		return (t.UnixNano() + 999) / 1000
+	}
+	return (int64(t.Sub(e.epoch)) - ks.off + 999) / 1000
 }
 
 // check refuses at once what no owner should see.

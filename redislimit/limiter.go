@@ -158,7 +158,8 @@ type Stats struct {
 	Decided   uint64 // requests those calls decided
 	HandedOff uint64 // waiters granted a slot another waiter gave up, without a call
 	GivenBack uint64 // units given back to Redis, nobody here able to use them
-	Refunded  uint64 // Refunds that took something back
+	Refunded  uint64 // Refunds that took something back (a Window's: and Settles applied)
+	Moved     uint64 // a Window's reservations moved earlier, room having come sooner
 }
 
 func (e *engine) stats() Stats {
@@ -166,7 +167,7 @@ func (e *engine) stats() Stats {
 		Granted: e.granted.Load(), Rejected: e.rejected.Load(), Canceled: e.canceled.Load(),
 		Unavailable: e.unavailable.Load(), FellOpen: e.fellOpen.Load(), Waiting: int(e.waiting.Load()),
 		Direct: e.directs.Load(), Calls: e.calls.Load(), Decided: e.decided.Load(), HandedOff: e.handedOff.Load(),
-		GivenBack: e.givenBack.Load(), Refunded: e.refunded.Load(),
+		GivenBack: e.givenBack.Load(), Refunded: e.refunded.Load(), Moved: e.moves.Load(),
 	}
 }
 

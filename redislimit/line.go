@@ -40,6 +40,7 @@ type slot struct {
 	giving  bool  // being given back in the call under way
 	ep, id  int64 // a window's: the key's epoch and the slot's event
 	used    bool  // a window's: granted; its event is its holder's now
+	moving  bool  // a window's: asked to move earlier in the call under way
 }
 
 // remove takes r out of the line.
@@ -134,8 +135,8 @@ func (e *engine) reassign(ks *keyState, now int64) {
 		for j < len(ks.slots) {
 			s := ks.slots[j]
 			// A window's slot is one event, which settles for one holder.
-			if !s.giving && !s.used && s.left >= r.cost && (s.at >= now || s == r.slot) && (r.op != opTry || s.at <= now) &&
-				(e.win == nil || s.holders == 0) {
+			if !s.giving && !s.used && (!s.moving || s == r.slot) && s.left >= r.cost && (s.at >= now || s == r.slot) &&
+				(r.op != opTry || s.at <= now) && (e.win == nil || s.holders == 0) {
 				break // a TryAcquire takes only room that is due now: it never waits
 			}
 			j++
@@ -207,7 +208,7 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 			break
 		}
 		s := r.slot
-		if s.at > now {
+		if s.at > now || s.moving {
 			break
 		}
 		s.holders--
@@ -227,10 +228,10 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 	}
 	ks.line = slices.Delete(ks.line, 0, n)
 	for _, r := range ks.line {
-		if r.phase == phReserved {
+		if r.phase == phReserved && !r.slot.moving {
 			return r.slot.at
 		}
-		break
+		break // a slot moving is due when its answer says: nothing to wake for
 	}
 	return 0
 }

@@ -13,6 +13,7 @@ const (
 	opTry
 	opRefund // a grant given back unused
 	opSettle // a window's grant settled at its actual cost
+	opPause  // a window paused
 )
 
 type status uint8
@@ -67,8 +68,9 @@ type request struct {
 	cancelAt   int64
 	deadline   int64
 	hasDL      bool
-	refund     ident // opRefund: the key's value right after the grant; a window's: its epoch and event
-	actual     int64 // opSettle: the amount settled at
+	refund     ident     // opRefund: the key's value right after the grant; a window's: its epoch and event
+	actual     int64     // opSettle: the amount settled at; opPause: the pause's end in Redis µs
+	until      time.Time // opPause: the pause's end, local
 
 	// the owner's
 	ks      *keyState

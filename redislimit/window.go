@@ -190,6 +190,36 @@ func (w *Window) settlement(g permits.Grant, o op, actual int64) (*request, bool
 	return r, true
 }
 
+// Pause admits nothing before until, in any process sharing the window:
+// what an API that answers 429 with Retry-After asks of all its clients
+// (httplimit.Transport pauses the parts of its limiter that are Pausers,
+// this one included). A later pause extends it, an earlier one does not
+// shorten it. Reservations made before it keep their instants: they were
+// admitted, and a grant delayed past its instant could be used after the
+// window has let it go. until is taken at Redis's clock through the offset
+// the key's latest call measured (the local wall clock before any call).
+// Pause waits for Redis's answer; it fails with permits.ErrClosed once the
+// Window is closed, and with an error matching ErrUnavailable when Redis
+// cannot be asked. An until already past changes nothing.
+func (w *Window) Pause(until time.Time) error {
+	if w.e.closed.Load() {
+		return permits.ErrClosed
+	}
+	if !until.After(w.e.cfg.clock.Now()) {
+		return nil
+	}
+	r := w.e.newRequest(context.Background(), w.key, opPause, 1)
+	r.until = until
+	w.e.roundTrip(context.Background(), r)
+	switch {
+	case r.state.Load() != rqDone, r.status == stClosed:
+		return permits.ErrClosed
+	case r.status == stUnavailable:
+		return r.err
+	}
+	return nil
+}
+
 // Close fails every waiting caller with permits.ErrClosed, makes every
 // later call return it, and returns once the owner's goroutines have
 // exited. It is idempotent and always returns nil. It does not close the
@@ -222,16 +252,40 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 			buf = append(buf, ":0"...)
 		}
 	}
-	kc.settles, ks.refunds = ks.refunds, nil
-	for _, r := range kc.settles {
+	hold := int64(0)
+	for _, r := range ks.refunds {
+		if r.op == opPause {
+			kc.pauses = append(kc.pauses, r)
+			hold = max(hold, r.actual)
+			continue
+		}
+		kc.settles = append(kc.settles, r)
 		entry(r.refund.w, r.refund.n, r.actual, true)
 	}
+	ks.refunds = nil
 	kc.give = ks.unheld()
 	for _, s := range kc.give {
 		s.giving = true
 		entry(s.ep, s.id, 0, false)
 	}
-	kc.args = []any{e.args[0], e.args[1], "0", string(buf), reqs}
+	settles := string(buf)
+	// Every reservation held here asks to move earlier: what any process
+	// settled or gave back since it was made may make room sooner. Its
+	// waiter is not granted until the answer says where it is.
+	buf = buf[:0]
+	for _, s := range ks.slots {
+		if s.holders > 0 && !s.used && !s.giving && s.at > now {
+			s.moving = true
+			kc.moves = append(kc.moves, s)
+			if len(buf) > 0 {
+				buf = append(buf, ',')
+			}
+			buf = strconv.AppendInt(buf, s.ep, 10)
+			buf = append(buf, ':')
+			buf = strconv.AppendInt(buf, s.id, 10)
+		}
+	}
+	kc.args = []any{e.args[0], e.args[1], "0", settles, reqs, string(buf), hold}
 }
 
 // unheld returns a window's slots that nobody holds and that were never
@@ -240,7 +294,7 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 func (ks *keyState) unheld() []*slot {
 	var give []*slot
 	for _, s := range ks.slots {
-		if s.holders == 0 && !s.used && !s.giving {
+		if s.holders == 0 && !s.used && !s.giving && !s.moving {
 			give = append(give, s)
 		}
 	}
@@ -251,6 +305,9 @@ func (ks *keyState) unheld() []*slot {
 // give-backs, and returns the codes of its requests.
 func (e *engine) settled(kc *keyCall) []int64 {
 	ks := kc.ks
+	for _, r := range kc.pauses {
+		e.finish(r, stRefunded, 0, nil)
+	}
 	for i, r := range kc.settles {
 		st := stKept
 		switch kc.codes[i] {
@@ -271,7 +328,37 @@ func (e *engine) settled(kc *keyCall) []int64 {
 	if len(kc.give) > 0 {
 		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
 	}
-	return kc.codes[n+len(kc.give):]
+	n += len(kc.give)
+	e.moved(kc, kc.codes[n:n+len(kc.moves)])
+	return kc.codes[n+len(kc.moves):]
+}
+
+// moved applies the answers to a window's moves: a reservation that moved
+// falls due at its new instant, in local terms as an admission's
+// (answered), never before the slot before it.
+func (e *engine) moved(kc *keyCall, codes []int64) {
+	ks := kc.ks
+	off := ks.off
+	for i, s := range kc.moves {
+		s.moving = false
+		if s.holders == 0 {
+			e.markDirty(ks) // its waiter gave up meanwhile: deal it out, or give it back
+		}
+		if codes[i] <= 0 {
+			continue
+		}
+		at := off + codes[i]*1000
+		if j := slices.Index(ks.slots, s); j > 0 {
+			at = max(at, ks.slots[j-1].at)
+		}
+		if at < s.at {
+			s.at, s.red = at, codes[i]
+			e.moves.Add(1)
+		}
+	}
+	if len(kc.moves) > 0 {
+		e.markTimed(ks) // the timer, disarmed while they moved, is armed again
+	}
 }
 
 var (

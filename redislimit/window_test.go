@@ -324,3 +324,46 @@ func TestWindowBehavesAsTheInProcessSlidingWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowPauseHoldsEveryProcess(t *testing.T) {
+	inBubble(t, func(t *testing.T, c *redis.Client) {
+		limit := algorithms.Rate{Count: 10, Per: time.Second}
+		a, b := vwindow(t, c, "paused", limit), vwindow(t, c, "paused", limit)
+		begin := time.Now()
+		_, err := b.TryAcquire(1) // b's offset to Redis is known
+		require.NoError(t, err)
+		require.NoError(t, a.Pause(begin.Add(500*time.Millisecond))) // a's is not: its wall clock
+		require.NoError(t, b.Pause(begin.Add(200*time.Millisecond)), "an earlier pause")
+		_, err = b.TryAcquire(1)
+		assert.Equal(t, 500*time.Millisecond, retryAfter(t, err), "the earlier pause did not shorten the later")
+		got := <-start(begin, func() error { _, err := b.Acquire(context.Background(), 9); return err })
+		require.NoError(t, got.err)
+		assert.Equal(t, 500*time.Millisecond, got.at, "room all along, but nothing before the pause's end")
+		assert.NoError(t, a.Pause(begin), "a pause in the past changes nothing")
+		require.NoError(t, a.Close())
+		assert.ErrorIs(t, a.Pause(begin.Add(time.Hour)), permits.ErrClosed)
+	})
+}
+
+func TestWindowMovesAReservationEarlierWhenAnotherProcessSettles(t *testing.T) {
+	inBubble(t, func(t *testing.T, c *redis.Client) {
+		limit := algorithms.Rate{Count: 10, Per: time.Second}
+		a, b := vwindow(t, c, "move", limit), vwindow(t, c, "move", limit)
+		begin := time.Now()
+		gb, err := b.TryAcquireGrant(1)
+		require.NoError(t, err)
+		g, err := a.TryAcquireGrant(9) // an estimate of 9
+		require.NoError(t, err)
+		waiter := start(begin, func() error { _, err := b.Acquire(context.Background(), 4); return err })
+		synctest.Wait() // b's 4 reserved at 1s, when the 10 at 0 leave
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, a.Settle(g, 2)) // a used 2: room for b's 4 now
+		_, err = b.TryAcquire(1)
+		require.Error(t, err, "a TryAcquire never passes b's own waiter, and asks nothing")
+		require.NoError(t, b.Settle(gb, 1)) // b's next call asks its reservation to move
+		got := <-waiter
+		require.NoError(t, got.err)
+		assert.Equal(t, 100*time.Millisecond, got.at, "moved from 1s to the moment b asked again")
+		assert.Equal(t, uint64(1), b.Stats().Moved)
+	})
+}

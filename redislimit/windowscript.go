@@ -51,15 +51,25 @@ import (
 //	         (final 0, amount 0) deletes the event
 //	ARGV[5]  the requests, in order: "cost:maxwait,...", maxwait in µs, -1
 //	         for none (0: granted now or not at all)
+//	ARGV[6]  moves, applied after the settlements and before the requests:
+//	         "epoch:id,...", reservations of the caller's that may move
+//	         earlier, since what was settled or given back meanwhile (by
+//	         any process) may make room for them sooner
+//	ARGV[7]  a pause: the instant in µs before which nothing more is
+//	         admitted (moves included), "0" for none; a pause never
+//	         shortens one before. It is the field "hold", and the key
+//	         lives until it is over.
 //
-// The reply is {now, epoch, first, s1, ..., r1, ...}: the instant decided
-// at (never before the one of the call before); the key's epoch; the id of the first event this call made (the
-// admitted requests have first, first+1, ... in order); for each
-// settlement 1 (applied), 2 (nothing to apply: the event has left the
-// window or belongs to another epoch) or 0 (refused: settled before); and
-// for each request its admission instant in µs (now, or later for a
-// reservation), -wait (wait >= 1 µs) for one refused because that is
-// beyond its maxwait, or 0 for a cost above the limit.
+// The reply is {now, epoch, first, s1, ..., m1, ..., r1, ...}: the instant
+// decided at (never before the one of the call before); the key's epoch;
+// the id of the first event this call made (the admitted requests have
+// first, first+1, ... in order); for each settlement 1 (applied), 2
+// (nothing to apply: the event has left the window or belongs to another
+// epoch) or 0 (refused: settled before); for each move the reservation's
+// new instant, or 0 if it stays; and for each request its admission
+// instant in µs (now, or later for a reservation), -wait (wait >= 1 µs)
+// for one refused because that is beyond its maxwait, or 0 for a cost
+// above the limit.
 const windowScript = `
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
@@ -71,16 +81,20 @@ if now == 0 then
 end
 local function str(x) return string.format('%d', x) end
 
-local m = redis.call('HMGET', key, 'e', 'lo', 'hi', 'tot', 'last', 't')
-local ep, lo, hi, tot, last, seen = now, 1, 0, 0, 0, 0
+local m = redis.call('HMGET', key, 'e', 'lo', 'hi', 'tot', 'last', 't', 'hold')
+local ep, lo, hi, tot, last, seen, hold = now, 1, 0, 0, 0, 0, 0
 if m[1] then
-  ep, lo, hi, tot, last, seen = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6])
-  if not (ep and lo and hi and tot and last and seen) then
+  ep, lo, hi, tot, last, seen, hold = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), tonumber(m[7])
+  if not (ep and lo and hi and tot and last and seen and hold) then
     return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice window')
   end
 end
 -- The key's time never goes back: what left the window stays gone.
 now = math.max(now, seen)
+local changed = false
+-- A pause: nothing is admitted before it; a later one extends it.
+local pause = tonumber(ARGV[7]) or 0
+if pause > hold then hold, changed = pause, true end
 
 -- ev reads event id: its instant, amount and settled flag, or nil.
 local function ev(id)
@@ -92,7 +106,6 @@ local function ev(id)
 end
 
 -- The events that have left the window go.
-local changed = false
 while lo <= hi do
   local a, c = ev(lo)
   if a then
@@ -124,9 +137,58 @@ for sep, id, amt, fin in string.gmatch(ARGV[4], '(%d+):(%d+):(%d+):([01])') do
   end
   out[#out + 1] = res
 end
+-- fit returns the earliest instant, no earlier than now and than from,
+-- at which c more fits in the window given the events before id upto
+-- (whose amount is held): walking from the oldest, those that must leave.
+local function fit(c, held, from, upto)
+  local at = math.max(now, from)
+  local excess = held + c - L
+  local j, acc = lo, 0
+  while excess > 0 and acc < excess and j < upto do
+    local a, ec = ev(j)
+    j = j + 1
+    if a and ec > 0 then
+      acc = acc + ec
+      if acc >= excess then at = math.max(at, a + W) end
+    end
+  end
+  if excess > 0 and acc < excess then at = math.max(at, now + W) end
+  return at
+end
+
+-- Moves: a reservation whose owner asks is admitted again against the
+-- events before it, as if it had asked now, and moves to that instant if
+-- it is earlier; never before the event before it, so that the events
+-- stay in order of their instants. The windows that gain it hold only
+-- the events before it; the ones that lose it only hold less.
+for sep, id in string.gmatch(ARGV[6], '(%d+):(%d+)') do
+  local res = 0
+  id = tonumber(id)
+  if tonumber(sep) == ep and id >= lo and id <= hi then
+    local a, c, f = ev(id)
+    if a and f == '0' and a > now then
+      local prev, after = 0, 0
+      for j = id - 1, lo, -1 do
+        local pa = ev(j)
+        if pa then prev = pa; break end
+      end
+      for j = id + 1, hi do
+        local pa, pc = ev(j)
+        if pa then after = after + pc end
+      end
+      local at = fit(c, tot - c - after, math.max(prev, hold), id)
+      if at < a then
+        redis.call('HSET', key, str(id), str(at) .. ':' .. str(c) .. ':0')
+        res, changed, relast = at, true, true
+      end
+    end
+  end
+  out[#out + 1] = res
+end
+
 if relast then
-  -- The latest event was given back: admissions need only follow the
-  -- latest one left.
+  -- The latest event was given back, or moved: admissions need only
+  -- follow the latest one left, where it is now.
   last = 0
   for id = hi, lo, -1 do
     local a = ev(id)
@@ -142,7 +204,7 @@ for c, mw in string.gmatch(ARGV[5], '(%d+):(%-?%d+)') do
   if c > L then
     out[#out + 1] = 0
   else
-    local at = math.max(now, last)
+    local at = math.max(now, last, hold)
     local excess = tot + c - L
     if excess > 0 then
       -- The oldest events holding excess must leave first.
@@ -172,11 +234,11 @@ for c, mw in string.gmatch(ARGV[5], '(%d+):(%-?%d+)') do
   end
 end
 
-if lo > hi then
-  if m[1] then redis.call('DEL', key) end -- nothing left in the window
+if lo > hi and hold <= now then
+  if m[1] then redis.call('DEL', key) end -- nothing left in the window, no pause ahead
 elseif changed or now > seen then
-  redis.call('HSET', key, 'e', str(ep), 'lo', str(lo), 'hi', str(hi), 'tot', str(tot), 'last', str(last), 't', str(now))
-  redis.call('PEXPIRE', key, str(math.floor((last + W - now) / 1000) + 1))
+  redis.call('HSET', key, 'e', str(ep), 'lo', str(lo), 'hi', str(hi), 'tot', str(tot), 'last', str(last), 't', str(now), 'hold', str(hold))
+  redis.call('PEXPIRE', key, str(math.floor((math.max(last + W, hold) - now) / 1000) + 1))
 end
 return out
 `
@@ -187,15 +249,15 @@ var windowSHA = func() string {
 	return hex.EncodeToString(h[:])
 }()
 
-// readWindow reads a window script call's reply for s settlements and n
-// requests: the codes of the settlements, then of the requests.
+// readWindow reads a window script call's reply for s settlements and
+// moves and n requests: their codes, in that order.
 func readWindow(c *redis.Cmd, s, n int) answer {
 	res, err := c.Slice()
 	if err != nil {
 		return answer{err: err}
 	}
 	if len(res) != 3+s+n {
-		return answer{err: fmt.Errorf("redislimit: malformed reply of %d values for %d settlements and %d requests", len(res), s, n)}
+		return answer{err: fmt.Errorf("redislimit: malformed reply of %d values for %d settlements and moves and %d requests", len(res), s, n)}
 	}
 	a := answer{codes: make([]int64, s+n)}
 	var ok [3]bool

@@ -25,11 +25,11 @@ type wscript struct {
 }
 
 type wreply struct {
-	now, epoch, first int64
-	settles, codes    []int64
+	now, epoch, first     int64
+	settles, moves, codes []int64
 }
 
-func (s wscript) run(now int64, settles string, reqs []wreq) wreply {
+func (s wscript) run(now int64, settles, moves string, reqs []wreq, hold int64) wreply {
 	s.t.Helper()
 	var b strings.Builder
 	for i, r := range reqs {
@@ -38,18 +38,30 @@ func (s wscript) run(now int64, settles string, reqs []wreq) wreply {
 		}
 		fmt.Fprintf(&b, "%d:%d", r.cost, r.maxWait)
 	}
-	args := []any{s.l, s.w, now, settles, b.String()}
-	res, err := s.c.EvalSha(context.Background(), redislimit.WindowScriptSHA, []string{s.key}, args...).Slice()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		res, err = s.c.Eval(context.Background(), redislimit.WindowScript, []string{s.key}, args...).Slice()
-	}
+	args := []any{s.l, s.w, now, settles, b.String(), moves, hold}
+	// The test drives the window's clock, not Redis's: the key must not
+	// expire on Redis's between two calls, so each call drops the expiry
+	// it set, in one transaction.
+	ctx := context.Background()
+	require.NoError(s.t, s.c.ScriptLoad(ctx, redislimit.WindowScript).Err())
+	var cmd *redis.Cmd
+	_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = p.EvalSha(ctx, redislimit.WindowScriptSHA, []string{s.key}, args...)
+		p.Persist(ctx, s.key)
+		return nil
+	})
 	require.NoError(s.t, err)
-	n := strings.Count(settles, ":") / 3
+	res, err := cmd.Slice()
+	require.NoError(s.t, err)
+	n, m := strings.Count(settles, ":")/3, strings.Count(moves, ":")
 	r := wreply{now: res[0].(int64), epoch: res[1].(int64), first: res[2].(int64)}
 	for i, v := range res[3:] {
-		if i < n {
+		switch {
+		case i < n:
 			r.settles = append(r.settles, v.(int64))
-		} else {
+		case i < n+m:
+			r.moves = append(r.moves, v.(int64))
+		default:
 			r.codes = append(r.codes, v.(int64))
 		}
 	}
@@ -73,6 +85,7 @@ type wevent struct {
 type wmodel struct {
 	l, w   int64
 	events []*wevent
+	hold   int64 // paused until then
 }
 
 func (m *wmodel) inWindow(e *wevent, t int64) bool { return !e.gone && e.at > t-m.w && e.at <= t }
@@ -91,20 +104,35 @@ func (m *wmodel) held(t int64) int64 {
 // admitAt is the earliest instant, no earlier than now and than the latest
 // admission still in the window, at which cost fits in the window.
 func (m *wmodel) admitAt(now, cost int64) int64 {
-	t := now
-	for _, e := range m.events {
-		if !e.gone && e.at > now-m.w {
+	return admitAmong(m.events, m.l, m.w, now, cost, m.hold)
+}
+
+// admitAmong is admitAt among the admissions es alone, and no earlier than
+// hold.
+func admitAmong(es []*wevent, l, w, now, cost, hold int64) int64 {
+	held := func(t int64) int64 {
+		var sum int64
+		for _, e := range es {
+			if !e.gone && e.at > t-w && e.at <= t {
+				sum += e.amount
+			}
+		}
+		return sum
+	}
+	t := max(now, hold)
+	for _, e := range es {
+		if !e.gone && e.at > now-w {
 			t = max(t, e.at)
 		}
 	}
-	if m.held(t)+cost <= m.l {
+	if held(t)+cost <= l {
 		return t
 	}
 	// The window's content only falls as t passes the admissions' ends;
 	// the earliest instant it fits is one of them.
 	best := int64(-1)
-	for _, e := range m.events {
-		if end := e.at + m.w; end > t && !e.gone && m.held(end)+cost <= m.l && (best < 0 || end < best) {
+	for _, e := range es {
+		if end := e.at + w; end > t && !e.gone && held(end)+cost <= l && (best < 0 || end < best) {
 			best = end
 		}
 	}
@@ -119,7 +147,7 @@ func (m *wmodel) admitAt(now, cost int64) int64 {
 // admissions span.
 func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 	c := redistest.Test(t).Client(t)
-	var admitted, reserved, refused, settled int
+	var admitted, reserved, refused, settled, movedN int
 	for seed := uint64(1); seed <= 30; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		l := int64(1 + rng.IntN(30))
@@ -167,6 +195,15 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 				settles = append(settles, fmt.Sprintf("%d:%d:%d:%d", e.ep, e.id, amount, fin))
 				targets = append(targets, target{idx, amount, final})
 			}
+			// Moves of reservations ahead, which a process asks for.
+			var moves []string
+			var moved []int
+			for i, e := range m.events {
+				if !e.gone && !e.final && e.at > max(now, seen) && rng.IntN(2) == 0 {
+					moves = append(moves, fmt.Sprintf("%d:%d", e.ep, e.id))
+					moved = append(moved, i)
+				}
+			}
 			var reqs []wreq
 			for range 1 + rng.IntN(3) {
 				r := wreq{cost: 1 + rng.Int64N(max(1, l/3)), maxWait: rng.Int64N(w / 2)}
@@ -185,9 +222,13 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 			if alive {
 				now = max(now, seen) // the key's time never goes back
 			}
-			got := s.run(now, strings.Join(settles, ","), reqs)
+			var pause int64
+			if rng.IntN(15) == 0 {
+				pause = now + rng.Int64N(w)
+				m.hold = max(m.hold, pause)
+			}
+			got := s.run(now, strings.Join(settles, ","), strings.Join(moves, ","), reqs, pause)
 			require.Equal(t, now, got.now, "the instant decided at")
-			_ = c.Persist(context.Background(), s.key) // Redis expires on its own clock, not this test's
 			where := fmt.Sprintf("seed %d step %d at +%d µs", seed, step, now-t0)
 
 			// The settlements, against the model.
@@ -209,6 +250,22 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 					settled++
 				}
 			}
+			// The moves: each admitted again among the admissions before it.
+			for k, i := range moved {
+				e := m.events[i]
+				want := int64(0)
+				if !e.gone && !e.final && e.at > now {
+					at := admitAmong(m.events[:i], l, w, now, e.amount, m.hold)
+					if at < e.at {
+						want = at
+					}
+				}
+				require.Equal(t, want, got.moves[k], "%s: move %d of event %+v", where, k, *e)
+				if want > 0 {
+					e.at = want
+					movedN++
+				}
+			}
 			// The requests, in order.
 			id := got.first
 			for i, r := range reqs {
@@ -223,6 +280,12 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 					refused++
 					continue
 				}
+				if at != got.codes[i] {
+					for _, e := range m.events {
+						t.Logf("event %+v (at +%d)", *e, e.at-t0)
+					}
+					t.Logf("moves %v got %v", moves, got.moves)
+				}
 				require.Equal(t, at, got.codes[i], "%s: request %d %+v", where, i, r)
 				m.events = append(m.events, &wevent{at: at, amount: r.cost, ep: got.epoch, id: id})
 				id++
@@ -231,10 +294,14 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 					reserved++
 				}
 			}
-			// The key lives while anything is in the window.
-			alive = false
+			// The key lives while anything is in the window, or a pause
+			// is ahead.
+			alive = m.hold > now
 			for _, e := range m.events {
 				alive = alive || (!e.gone && e.at > now-w)
+			}
+			if !alive {
+				m.hold = 0 // the key is gone, its pause with it
 			}
 			seen = now
 			// The limit holds in every window: the content changes only
@@ -244,7 +311,8 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d admitted (%d reserved ahead), %d refused for their max wait, %d settlements applied", admitted, reserved, refused, settled)
+	t.Logf("%d admitted (%d reserved ahead), %d refused for their max wait, %d settlements applied, %d reservations moved", admitted, reserved, refused, settled, movedN)
+	require.Positive(t, movedN)
 	require.Positive(t, reserved)
 	require.Positive(t, refused)
 	require.Positive(t, settled)

@@ -109,20 +109,23 @@ func (c apiConfig) api() demoapi.Config {
 // by the margin (w·100/(100-margin)) covers that delay, as in apiclient. So
 // b + r·w' = quota: r = (quota - b) per w'.
 //
-// The requests' burst is a tenth of the quota, not 1 as in apiclient:
+// The requests' burst is a fifth of the quota, not 1 as in apiclient:
 // permits.All takes the rates together, and when one makes it wait it
 // gives back the others and tries again; a GCRA grant in Redis comes back
 // only while it is the key's latest admission, which with three processes
-// it seldom still is after a wait. With a burst of 1 the request rate would
-// refuse every request that comes within 1/rps of another process's, and
-// each such refusal would cost a round of the token window.
+// it seldom still is. With a small burst the request rate would often
+// refuse a request that comes right after another process's, and each
+// such refusal gives the token grant back and sends the job to the back of
+// the token window's line.
 //
 // The shared token limit is a sliding window in Redis, the API's quota
 // over the window made longer by the margin, as in apiclient: it settles,
-// so it counts the usage the API charges once a request has answered.
+// so it counts the usage the API charges once a request has answered. It
+// comes first in All, so that a job waits for its tokens before it takes
+// a request slot, which a wait would waste.
 
 // requestBurst is the shared request limit's burst.
-func (c apiConfig) requestBurst() int64 { return max(int64(c.rps)/10, 1) }
+func (c apiConfig) requestBurst() int64 { return max(int64(c.rps)/5, 1) }
 
 // requests is the shared request rate.
 func (c apiConfig) requests() algorithms.Rate {

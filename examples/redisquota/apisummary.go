@@ -29,7 +29,7 @@ func (r *apiResult) print(w io.Writer) {
 	}
 	pr("")
 	pr("sluice redisquota -api: %d jobs in %d processes (%s workers), each an httplimit.Transport", cfg.jobs, cfg.processes, strings.Join(workers, "+"))
-	pr("                        over permits.All(pause, requests, tokens, pool), requests and tokens shared in Redis")
+	pr("                        over permits.All(tokens, requests, pool), tokens and requests shared in Redis")
 	pr("")
 	pr("  the API allows   %d requests in any 1 s, %s tokens in any %v (%s/min), %d at once;",
 		cfg.rps, demoapi.Grouped(cfg.tokenLimit()), cfg.tokenWindow, demoapi.Grouped(cfg.tpm), cfg.concurrency)
@@ -43,7 +43,7 @@ func (r *apiResult) print(w io.Writer) {
 	pr("                   sliding window of %s tokens in any %v  (margin %d%%)",
 		demoapi.Grouped(cfg.tokens().Count), cfg.tokens().Per.Round(time.Millisecond), cfg.margin)
 	pr("  each process     a pool of %s; acquires each job's estimate, and settles it with the usage the API", strings.Join(pools, ", "))
-	pr("                   reports: the shared window counts what each job really used")
+	pr("                   reports: the shared window counts what each job really used; a 429 pauses it")
 	pr("")
 	pr("  done in          %.1fs", secs)
 	pr("  jobs done        %d / %d  (%s per process)", r.done, len(r.jobs), strings.Join(done, ", "))

@@ -40,18 +40,16 @@ const maxAttempts = 10
 // apiWork is one client process: its jobs through an httplimit.Transport
 // over
 //
-//	pause    := a limiter of this process that never binds but can pause
 //	requests := redislimit.New: a GCRA, shared
-//	tokens   := redislimit.NewWindow: a sliding window, shared, that settles
+//	tokens   := redislimit.NewWindow: a sliding window, shared, that settles and pauses
 //	conns    := actor.NewPool(this process's share of the concurrency)
-//	lim      := permits.All(FixedCost(pause, 1), FixedCost(requests, 1), tokens, FixedCost(conns, 1))
+//	lim      := permits.All(tokens, FixedCost(requests, 1), FixedCost(conns, 1))
 //
-// redislimit's limiters cannot pause (a pause would have to be kept in
-// Redis), so a 429 pauses this process only, through pause; the others
-// learn of the overload from 429s of their own. Each job acquires its
-// estimate, and the Transport settles the permit with the usage the API
-// reports: the shared window then counts what the job really used, for
-// every process, as the API's own window does.
+// Each job acquires its estimate, and the Transport settles the permit
+// with the usage the API reports: the shared window then counts what the
+// job really used, for every process, as the API's own window does. A 429
+// with Retry-After pauses the shared window, in Redis, and so every
+// process at once.
 func apiWork(ctx context.Context, in io.Reader, out io.Writer) error {
 	var spec workerSpec
 	if err := json.NewDecoder(in).Decode(&spec); err != nil {
@@ -69,21 +67,12 @@ func apiWork(ctx context.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer tokens.Close()
-	// A million a second never binds at the API's tens; it is there to be
-	// paused. It is taken first, so that nothing is taken from Redis while
-	// it is paused.
-	never, err := algorithms.NewGCRA(algorithms.PerSecond(1_000_000), 1_000_000)
-	if err != nil {
-		return err
-	}
-	pause := actor.New(never)
-	defer pause.Close()
 	conns, err := actor.NewPool(int64(spec.Pool))
 	if err != nil {
 		return err
 	}
 	defer conns.Close()
-	lim := permits.All(permits.FixedCost(pause, 1), permits.FixedCost(requests, 1), tokens, permits.FixedCost(conns, 1))
+	lim := permits.All(tokens, permits.FixedCost(requests, 1), permits.FixedCost(conns, 1))
 
 	base := &http.Transport{MaxIdleConnsPerHost: spec.Pool}
 	defer base.CloseIdleConnections()
