@@ -20,6 +20,17 @@
 //	defer lim.Close()
 //	err = permits.Do(ctx, lim, 1, func(ctx context.Context) error { return callAPI(ctx) })
 //
+// Window is an exact sliding window in Redis whose grants can be settled
+// with what the call really cost (a tokens-per-minute quota: acquire the
+// estimate, settle the usage), refunded whatever was admitted since, and
+// paused for every process at once; its reservations move earlier when a
+// settlement made room sooner.
+//
+//	tokens, err := redislimit.NewWindow(client, "quota:acme-api:tokens", algorithms.PerMinute(200_000))
+//	g, err := tokens.AcquireGrant(ctx, estimate)
+//	...
+//	err = tokens.Settle(g, used)
+//
 // When Redis cannot be reached or does not answer in time, requests fail
 // with an error matching ErrUnavailable (fail-closed), or with
 // WithFailOpen fall back to a limiter in this process with a share of the

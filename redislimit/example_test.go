@@ -45,3 +45,35 @@ func Example() {
 	// b: <nil>
 	// a again: true retry in about 30s
 }
+
+// A tokens-per-minute quota shared by two processes: a job acquires its
+// estimate and settles what it used, and the other process gets the rest.
+func ExampleWindow_Settle() {
+	dir, _ := os.MkdirTemp("", "redislimit-example-")
+	defer os.RemoveAll(dir)
+	server, err := redistest.Start(dir)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer server.Close()
+	client := redis.NewClient(&redis.Options{Addr: server.Addr})
+	defer client.Close()
+
+	limit := algorithms.PerMinute(10_000) // tokens
+	a, _ := redislimit.NewWindow(client, "quota:tokens", limit)
+	defer a.Close()
+	b, _ := redislimit.NewWindow(client, "quota:tokens", limit)
+	defer b.Close()
+
+	g, _ := a.AcquireGrant(context.Background(), 8_000) // the estimate
+	_, err = b.TryAcquire(5_000)
+	fmt.Println("b before:", errors.Is(err, permits.ErrRateLimited))
+	fmt.Println("a settles:", a.Settle(g, 3_000)) // the response said 3,000
+	_, err = b.TryAcquire(5_000)
+	fmt.Println("b after:", err)
+	// Output:
+	// b before: true
+	// a settles: <nil>
+	// b after: <nil>
+}
