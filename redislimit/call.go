@@ -34,6 +34,7 @@ type keyCall struct {
 	moves   []*slot    // a window's reservations that may move earlier
 	pauses  []*request // a window's Pauses
 	args    []any
+	lean    bool // a GCRA's lone request: leanScript
 
 	answer
 }
@@ -154,6 +155,13 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		}
 		give, g = ks.value, ks.tat.sub(kc.give[len(kc.give)-1].start, e.q.c)
 	}
+	if len(kc.reqs) == 1 && len(kc.settles) == 0 && len(kc.give) == 0 {
+		r := kc.reqs[0]
+		inc := e.q.ticks(r.cost)
+		kc.lean = true
+		kc.args = []any{e.args[1], e.args[2], e.args[3], "0", e.maxWait(r, now), inc.w, inc.f}
+		return
+	}
 	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.String(), g.w, g.f, reqs}
 }
 
@@ -215,7 +223,7 @@ func (e *engine) call(ctx context.Context, keys []*keyCall) []answer {
 	as := make([]answer, len(keys))
 	var again []int
 	for i, c := range cmds {
-		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+		if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
 			again = append(again, i)
 			continue
 		}
@@ -229,6 +237,12 @@ func (e *engine) call(ctx context.Context, keys []*keyCall) []answer {
 		for j, c := range e.run(ctx, retry, true) {
 			as[again[j]] = e.read(c, retry[j])
 		}
+		// Redis lost its scripts (a restart, SCRIPT FLUSH): load the
+		// other one too, so that its first call finds it.
+		if e.win == nil {
+			_ = e.client.ScriptLoad(ctx, batchScript).Err()
+			_ = e.client.ScriptLoad(ctx, leanScript).Err()
+		}
 	}
 	return as
 }
@@ -241,10 +255,14 @@ func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.C
 		if !load {
 			e.decided.Add(uint64(len(kc.reqs)))
 		}
-		if load {
-			return c.Eval(ctx, e.script, []string{kc.ks.name}, kc.args...)
+		script, sha := e.script, e.sha
+		if kc.lean {
+			script, sha = leanScript, leanSHA
 		}
-		return c.EvalSha(ctx, e.sha, []string{kc.ks.name}, kc.args...)
+		if load {
+			return c.Eval(ctx, script, []string{kc.ks.name}, kc.args...)
+		}
+		return c.EvalSha(ctx, sha, []string{kc.ks.name}, kc.args...)
 	}
 	cmds := make([]*redis.Cmd, len(keys))
 	if len(keys) == 1 {

@@ -33,11 +33,12 @@ type engine struct {
 	cfg    config
 	client redis.UniversalClient
 	q      quota
-	win    *window  // a sliding window's; nil for GCRA
-	args   []string // the script's leading arguments: its parameters
-	script string   // the script every call runs, and its SHA1
+	win    *window // a sliding window's; nil for GCRA
+	args   []any   // the script's leading arguments, its parameters: boxed once
+	script string  // the script a call runs, and its SHA1 (a lone GCRA request: leanScript)
 	sha    string
 	nowArg int    // the index in a call's arguments of the instant to decide at
+	keep   bool   // one key: its state is kept while idle, not made again per request
 	prefix string // Keyed: the keys' prefix
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
@@ -100,10 +101,10 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 		}
 	}
 	if win != nil {
-		e.args = []string{strconv.FormatInt(win.limit, 10), strconv.FormatInt(win.span, 10)}
+		e.args = []any{strconv.FormatInt(win.limit, 10), strconv.FormatInt(win.span, 10)}
 		e.script, e.sha, e.nowArg = windowScript, windowSHA, 2
 	} else {
-		e.args = []string{strconv.FormatInt(q.p, 10), strconv.FormatInt(q.c, 10), strconv.FormatInt(q.tau.w, 10), strconv.FormatInt(q.tau.f, 10)}
+		e.args = []any{strconv.FormatInt(q.p, 10), strconv.FormatInt(q.c, 10), strconv.FormatInt(q.tau.w, 10), strconv.FormatInt(q.tau.f, 10)}
 		e.script, e.sha, e.nowArg = batchScript, batchSHA, 4
 	}
 	e.epoch = cfg.clock.Now()
@@ -430,9 +431,10 @@ func (e *engine) markTimed(ks *keyState) {
 	}
 }
 
-// forget drops a key the owner holds nothing for.
+// forget drops a key the owner holds nothing for, unless it is the one
+// key of a Limiter or Window.
 func (e *engine) forget(ks *keyState) {
-	if ks.idle() {
+	if !e.keep && ks.idle() {
 		delete(e.keys, ks.name)
 	}
 }

@@ -19,6 +19,11 @@ const Script = batchScript
 
 var ScriptSHA = batchSHA
 
+// LeanScript and LeanScriptSHA are the one-request script and its SHA1.
+const LeanScript = leanScript
+
+var LeanScriptSHA = leanSHA
+
 // WindowScript and WindowScriptSHA are the window script and its SHA1.
 const WindowScript = windowScript
 

@@ -137,3 +137,57 @@ var batchSHA = func() string {
 	h := sha1.Sum([]byte(batchScript))
 	return hex.EncodeToString(h[:])
 }()
+
+// leanScript is batchScript for one request and no give-back: what a lone
+// caller sends on the direct path, where the call is all the latency it
+// sees. It reads no list and makes no table; the limiter computes the
+// cost's span in Go. Its reply is batchScript's for one request.
+//
+//	KEYS[1]  the limit's key
+//	ARGV[1]  C: ticks per microsecond
+//	ARGV[2]  tau: whole µs
+//	ARGV[3]  tau: the ticks beyond ARGV[2]
+//	ARGV[4]  "0" to read Redis TIME, or the instant in µs to decide at
+//	ARGV[5]  maxwait in µs, -1 for none
+//	ARGV[6]  cost·P: whole µs (cost <= burst)
+//	ARGV[7]  cost·P: the ticks beyond ARGV[6]
+const leanScript = `
+if redis.replicate_commands then redis.replicate_commands() end
+local key = KEYS[1]
+local C = tonumber(ARGV[1])
+local tauW, tauF = tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = tonumber(ARGV[4])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local mw, iw, ifr = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local cur = redis.call('GET', key)
+local tw, tf, seq, top = now, 0, 0, 0
+if cur then
+  local w, f, n, m = string.match(cur, '^(%d+):(%d+):(%d+):(%d+)$')
+  if not w then return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice TAT') end
+  tw, tf, seq, top = tonumber(w), tonumber(f), tonumber(n), tonumber(m)
+else
+  cur = ''
+end
+if tw < now then tw, tf = now, 0 end
+local sw, sf = tw + iw - tauW, tf + ifr - tauF
+if sf < 0 then sw, sf = sw - 1, sf + C elseif sf >= C then sw, sf = sw + 1, sf - C end
+if sf > 0 then sw = sw + 1 end
+local at = math.max(sw, now)
+if mw >= 0 and at - now > mw then return {now, cur, 0, now - at} end
+tw, tf = tw + iw, tf + ifr
+if tf >= C then tw, tf = tw + 1, tf - C end
+local up = tw
+if tf > 0 then up = up + 1 end
+top = math.max(top, up)
+cur = string.format('%d:%d:%d:%d', tw, tf, seq + 1, top)
+redis.call('SET', key, cur, 'PX', math.ceil((top - now) / 1000))
+return {now, cur, 0, at}
+`
+
+var leanSHA = func() string {
+	h := sha1.Sum([]byte(leanScript))
+	return hex.EncodeToString(h[:])
+}()

@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -188,4 +189,31 @@ func TestScriptReadsRedisTimeAndRefusesForeignValues(t *testing.T) {
 	require.NoError(t, c.LPush(ctx, "list", "x").Err())
 	_, err = c.Eval(ctx, redislimit.Script, []string{"list"}, 100_000, 1, 100_000, 0, t0, "", 0, 0, "1:-1").Result()
 	assert.ErrorContains(t, err, "WRONGTYPE")
+}
+
+// TestLeanScriptDecidesAsTheBatchScript runs random lone requests (costs,
+// max waits, instants) through the one-request script on one key and
+// through the batch script on another, and requires the same answers and
+// the same values.
+func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
+	c := redistest.Test(t).Client(t)
+	ctx := context.Background()
+	require.NoError(t, c.ScriptLoad(ctx, redislimit.LeanScript).Err())
+	// 3/s, burst 4: P = 1 000 000 ticks of ⅓ µs, tau = 4 units.
+	const p, cc = 1_000_000, 3
+	tauW, tauF := int64(4*p/cc), int64(4*p%cc)
+	batch := script{t: t, c: c, key: "batch", p: p, cc: cc, tauW: tauW, tauF: tauF}
+	rng := rand.New(rand.NewPCG(3, 5))
+	now := t0
+	for i := range 2000 {
+		now += rng.Int64N(700_000)
+		cost := 1 + rng.Int64N(4)
+		mw := []int64{-1, 0, rng.Int64N(1_500_000)}[rng.IntN(3)]
+		want := batch.run(now, "", 0, 0, fmt.Sprintf("%d:%d", cost, mw))
+		res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
+			cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc).Slice()
+		require.NoError(t, err)
+		require.Equal(t, want.codes[0], res[3].(int64), "request %d: cost %d, maxwait %d", i, cost, mw)
+		require.Equal(t, want.value, res[1].(string), "request %d", i)
+	}
 }

@@ -81,6 +81,7 @@ func NewWindow(client redis.UniversalClient, key string, limit algorithms.Rate, 
 	if err != nil {
 		return nil, err
 	}
+	e.keep = true
 	return &Window{e: e, key: key}, nil
 }
 

@@ -99,7 +99,11 @@ func (e *engine) exec(b *batch, inline bool) bool {
 	if e.cfg.serverNow != nil {
 		now := strconv.FormatInt(e.cfg.serverNow(), 10)
 		for _, kc := range b.keys {
-			kc.args[e.nowArg] = now
+			if kc.lean {
+				kc.args[3] = now
+			} else {
+				kc.args[e.nowArg] = now
+			}
 		}
 	}
 	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, inline) })
