@@ -9,6 +9,7 @@ import (
 
 // apply takes in the answers of a batch.
 func (e *engine) apply(b *batch, now int64) {
+	e.rtt = max(b.r-b.s, 0)
 	for _, kc := range b.keys {
 		ks := kc.ks
 		ks.inflight = false
@@ -153,6 +154,15 @@ func (e *engine) failed(kc *keyCall) {
 	}
 	for _, s := range kc.moves {
 		s.moving = false
+	}
+	if e.win != nil && len(kc.give) > 0 {
+		// A window's give-back is only ever a gift: one that failed is
+		// not tried again (an error reply would fail again at once), and
+		// the room stays counted until it leaves the window.
+		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return slices.Contains(kc.give, s) })
+	}
+	if !unknown && len(kc.moves) > 0 {
+		e.markTimed(ks) // the slots stayed where they were: due at their instants
 	}
 	if unknown && len(kc.moves) > 0 {
 		// A reservation may have moved earlier: granting it at its old

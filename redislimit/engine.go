@@ -75,6 +75,7 @@ type engine struct {
 	armed    bool
 	armedAt  int64
 	last     int64
+	rtt      int64 // the latest batch's round trip, ns
 	scratchB []byte
 }
 

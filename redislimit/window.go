@@ -270,12 +270,19 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		entry(s.ep, s.id, 0, false)
 	}
 	settles := string(buf)
-	// Every reservation held here asks to move earlier: what any process
-	// settled or gave back since it was made may make room sooner. Its
-	// waiter is not granted until the answer says where it is.
+	// The reservations held here ask to move earlier: what any process
+	// settled or gave back since they were made may make room sooner.
+	// They go only with a call made anyway (one made for them alone would
+	// be made again at once), the earliest maxMoves of them, and not one
+	// due within two round trips, whose waiter would be granted late: a
+	// waiter is not granted until the answer says where its slot is.
 	buf = buf[:0]
+	going := len(kc.reqs) > 0 || len(kc.settles) > 0 || len(kc.give) > 0 || len(kc.pauses) > 0
 	for _, s := range ks.slots {
-		if s.holders > 0 && !s.used && !s.giving && s.at > now {
+		if !going || len(kc.moves) == maxMoves {
+			break
+		}
+		if s.holders > 0 && !s.used && !s.giving && s.at > now+2*e.rtt {
 			s.moving = true
 			kc.moves = append(kc.moves, s)
 			if len(buf) > 0 {
@@ -288,6 +295,10 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	}
 	kc.args = []any{e.args[0], e.args[1], "0", settles, reqs, string(buf), hold}
 }
+
+// maxMoves bounds the reservations one call asks to move: each costs the
+// script a walk of the events before it.
+const maxMoves = 16
 
 // unheld returns a window's slots that nobody holds and that were never
 // granted: room reserved for waiters that gave up, which goes back to the
@@ -352,8 +363,9 @@ func (e *engine) moved(kc *keyCall, codes []int64) {
 		if j := slices.Index(ks.slots, s); j > 0 {
 			at = max(at, ks.slots[j-1].at)
 		}
+		s.red = codes[i]
 		if at < s.at {
-			s.at, s.red = at, codes[i]
+			s.at = at
 			e.moves.Add(1)
 		}
 	}

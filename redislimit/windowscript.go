@@ -84,7 +84,7 @@ local function str(x) return string.format('%d', x) end
 local m = redis.call('HMGET', key, 'e', 'lo', 'hi', 'tot', 'last', 't', 'hold')
 local ep, lo, hi, tot, last, seen, hold = now, 1, 0, 0, 0, 0, 0
 if m[1] then
-  ep, lo, hi, tot, last, seen, hold = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), tonumber(m[7])
+  ep, lo, hi, tot, last, seen, hold = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), tonumber(m[7] or '0')
   if not (ep and lo and hi and tot and last and seen and hold) then
     return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice window')
   end

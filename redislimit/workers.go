@@ -106,8 +106,8 @@ func (e *engine) exec(b *batch, inline bool) bool {
 			}
 		}
 	}
+	b.s = e.stamp() // before the timer starts: a batch it delivers carries it
 	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, inline) })
-	b.s = e.stamp()
 	// The timer keeps the timeout; the context only stops a client with
 	// ContextTimeoutEnabled when the limiter closes.
 	as := e.call(e.ioCtx, b.keys)
