@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/bits"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -307,9 +308,13 @@ func (e *engine) schedule(inline bool) *batch {
 			e.reassign(ks, now)
 		}
 		e.dirty = e.dirty[:0]
+		before := e.granted.Load()
 		wake := e.grantDue(now)
 		var b *batch
 		if e.busy == nil {
+			if !inline && e.granted.Load()-before >= regather {
+				e.regather(now)
+			}
 			b = e.dispatch(now)
 		}
 		if b != nil && inline {
@@ -323,6 +328,31 @@ func (e *engine) schedule(inline bool) *batch {
 			e.arm(wake, fresh)
 			return nil
 		}
+	}
+}
+
+// regather is how many grants in one pass make the owner let their callers
+// run before it sends the next batch.
+const regather = 2
+
+// regather lets the callers just granted run before the next batch is
+// sent, and takes in what they sent meanwhile. Callers that loop on the
+// limiter (a pool of workers) ask again at once; without it the next
+// batch would leave out every one of them and go with only those that
+// came during the call before, so the callers would split into two halves
+// that take turns, each waiting a whole call for the other.
+func (e *engine) regather(now int64) {
+	runtime.Gosched()
+	cancels, arrivals := e.take()
+	for r := arrivals; r != nil; {
+		next := r.next
+		e.arrive(r, now)
+		r = next
+	}
+	for r := cancels; r != nil; {
+		next := r.cancelNext
+		e.cancel(r, now)
+		r = next
 	}
 }
 
