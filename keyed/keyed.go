@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -44,7 +45,6 @@ type Limiter[K comparable] struct {
 	mask   uint64
 	once   sync.Once
 
-	tomb    *entry[K] // marks a dropped key's slot in the shards' tables
 	cellCfg atomic.Pointer[cellConfig]
 
 	closed  atomic.Bool
@@ -76,12 +76,11 @@ func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Opt
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1),
-		tomb: new(entry[K])}
+	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1)}
 	l.shards = make([]*shard[K], cfg.shards)
 	for i := range l.shards {
-		s := &shard[K]{l: l, idx: i, wake: make(chan struct{}, 1), done: make(chan struct{})}
-		s.tab.Store(newTable[K](minSlots))
+		s := &shard[K]{l: l, idx: i, wake: make(chan struct{}, 1), done: make(chan struct{}), sw: sweep{due: never, started: math.MinInt64 / 2}}
+		s.tab.Store(newTable(minSlots))
 		l.shards[i] = s
 		labels := pprof.Labels("sluice.limiter", cfg.name, "sluice.shard", strconv.Itoa(i))
 		go pprof.Do(context.Background(), labels, func(context.Context) { s.loop() })

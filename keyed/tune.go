@@ -109,12 +109,10 @@ func (s *shard[K]) tune(c *call[K]) {
 			s.watch(e, due)
 		}
 	}
-	if e.waiters() == nil && e.hidx < 0 {
-		// Out of the heap while pinned (runDue): back in it, to be looked
-		// at now. A key still in it keeps its look: a change that failed
-		// does not hasten its drop, and one that succeeded counts from
+	if e.waiters() == nil {
+		// Looked at by the next pass: a change that succeeded counts from
 		// keep (see shard.full).
-		s.watch(e, now)
+		s.settle(e, now)
 	}
 	s.reply(c, stGranted, 0)
 }
