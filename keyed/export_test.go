@@ -10,6 +10,10 @@ import (
 // without an entry costs.
 const SlotSize = unsafe.Sizeof(slot{})
 
+// SlotGap is the least time between two passes of an owner, per slot of
+// its table.
+const SlotGap = slotGap
+
 // IsCell reports whether key is live with a cell for its state.
 func IsCell[K comparable](l *Limiter[K], key K) bool {
 	s, h := l.shard(key)
