@@ -31,11 +31,13 @@ import (
 // permits.ErrClosed.
 //
 // A key whose state is back to full capacity and that nobody waits on is
-// dropped (within about 10ms of the instant it is full), so memory follows
+// dropped (by its owner's next pass over its table: at the instant for a
+// small table, within about 2µs a slot for a large one), so memory follows
 // the keys in use. When every key has the same GCRA or bucket, a key's
-// state is one word, its entry 48 bytes for a string key, and its fast
-// path takes no lock (see the package doc). A Limiter is safe for
-// concurrent use. Close it when done: it owns its shards' goroutines.
+// state is one word, a key nobody waits on costs a 16-byte slot, and its
+// fast path takes no lock (see the package doc; two keys of one 64-bit
+// hash share a limit). A Limiter is safe for concurrent use. Close it
+// when done: it owns its shards' goroutines.
 type Limiter[K comparable] struct {
 	newAlg func(K) (algorithms.Algorithm, error)
 	cfg    config
