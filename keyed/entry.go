@@ -11,8 +11,8 @@ import (
 // (the common key: its state is one word of its shard's algorithms.Cells,
 // see cellConfig) has none while nobody waits on it and it has no request
 // at the owner; it gets one, in its shard's side map, when a request for
-// it must go to the owner, and gives it back when the owner next sweeps
-// past it with nothing pending (see sweep). A key of any other kind keeps
+// it must go to the owner, and gives it back once nobody waits on it and
+// nothing of it is at the owner (shard.settle, or the owner's next pass). A key of any other kind keeps
 // its entry, and its algorithm in x, for its whole life.
 //
 // While a cell key has an entry its cell is the entry's (moved out of the

@@ -268,12 +268,21 @@ func (s *shard[K]) watch(e *entry[K], due int64) {
 }
 
 // settle is for a key that nobody waits on and that the owner has just
-// served or changed: out of the heap, and looked at by the next pass, from
-// now (the pass learns when it will be full, and gives a cell key's entry
-// back once nothing of it is at the owner).
+// served or changed: out of the heap, its entry given back at once if it
+// is a cell key with nothing at the owner (so that its fast path is
+// lock-free again), and looked at by the next pass, from now (the pass
+// learns when it will be full, and gives back the entries settle could
+// not).
 func (s *shard[K]) settle(e *entry[K], now int64) {
 	s.remove(e)
 	e.fullAt = 0
+	if e.isCell() && !e.busy() {
+		s.mu.Lock()
+		if sl, tag := s.tab.Load().find(ident(e.h)); sl != nil && tag&fSide != 0 && s.entryOf(tag) == e && !e.busy() {
+			s.demote(sl, e)
+		}
+		s.mu.Unlock()
+	}
 	s.soon(now)
 }
 
