@@ -211,6 +211,25 @@ func (c *Cells) Retired(cell *Cell) bool { return cell.w.Load() == retiredWord }
 // when it was retired, for every instant from then on. Owner only.
 func (c *Cells) Revive(cell *Cell) { cell.w.CompareAndSwap(retiredWord, 0) }
 
+// Move gives dst the state of src and takes src out of use, in one atomic
+// step with the decisions of every other goroutine on src: an admission
+// made on src before it travels with the state, and a decision on src
+// after it finds src retired (TryAllowAt and TryAdmitAt report the gate
+// closed, Retired reports true), so a caller that finds it retired looks
+// for its key's state elsewhere. It is how a cell changes place: into a
+// larger table, or into a record of its own. dst must be a cell of the
+// same Cells that nobody decides on yet. A src retired already moves
+// nothing and leaves dst as it was; Move reports whether a state moved.
+// Owner only.
+func (c *Cells) Move(dst, src *Cell) bool {
+	w := src.w.Swap(retiredWord)
+	if w == retiredWord {
+		return false
+	}
+	dst.w.Store(w)
+	return true
+}
+
 // Clone returns a GCRA with cell's state and configuration, its gate open,
 // for predictions (a TokenBucket and a LeakyBucket of the same
 // configuration admit exactly alike). A retired cell clones as a full one.

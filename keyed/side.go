@@ -11,7 +11,7 @@ package keyed
 func (s *shard[K]) promote(sl *slot, h uint64) *entry[K] {
 	e := &entry[K]{h: h, hidx: -1}
 	e.word.Store(fCell)
-	moveCell(&e.cell, &sl.cell)
+	s.moveCell(&e.cell, &sl.cell)
 	id := ident(h)
 	s.addSide(id, e)
 	sl.tag.Store(id | fSide)
@@ -26,7 +26,7 @@ func (s *shard[K]) promote(sl *slot, h uint64) *entry[K] {
 // under the write lock.
 func (s *shard[K]) demote(sl *slot, e *entry[K]) {
 	s.cells().OpenGate(&e.cell) // open already: its queue is empty
-	moveCell(&sl.cell, &e.cell)
+	s.moveCell(&sl.cell, &e.cell)
 	id := ident(e.h)
 	s.dropSide(id)
 	sl.tag.Store(id)

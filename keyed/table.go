@@ -148,7 +148,7 @@ func (s *shard[K]) rebuild(n int) *table {
 		for j := t.home(tag); ; {
 			if sl := &t.slots[j]; sl.tag.Load() == 0 {
 				if tag&fSide == 0 {
-					moveCell(&sl.cell, &o.cell)
+					s.moveCell(&sl.cell, &o.cell)
 				}
 				sl.tag.Store(tag)
 				break

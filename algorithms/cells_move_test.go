@@ -1,4 +1,4 @@
-package keyed
+package algorithms_test
 
 import (
 	"testing"
@@ -10,12 +10,11 @@ import (
 	"github.com/sluicehq/sluice/algorithms"
 )
 
-// TestMovingACellKeepsItsStateAndRetiresTheOld checks what moveCell
-// assumes of package algorithms (an algorithms.Cell is one word, and a
-// retired one holds every bit): the moved cell decides as the old one
-// would have, every admission made on it before the move included, and
-// the old one is retired as Cells itself tells it (Retired, and the fast
-// path finds it out of use), so a caller still holding it looks again.
+// TestMovingACellKeepsItsStateAndRetiresTheOld: the moved cell decides as
+// the old one would have, every admission made on it before the move
+// included, and the old one is retired as Retire leaves it (Retired, and
+// the fast path finds it out of use), so a caller still holding it looks
+// again.
 func TestMovingACellKeepsItsStateAndRetiresTheOld(t *testing.T) {
 	cells, err := algorithms.NewCells(algorithms.PerHour(1), 5)
 	require.NoError(t, err)
@@ -28,7 +27,7 @@ func TestMovingACellKeepsItsStateAndRetiresTheOld(t *testing.T) {
 		ok, _, open = cells.TryAdmitAt(&twin, now, 1)
 		require.True(t, ok && open)
 	}
-	moveCell(&dst, &src)
+	require.True(t, cells.Move(&dst, &src))
 	assert.True(t, cells.Retired(&src), "Cells sees the old cell retired")
 	_, _, open := cells.TryAdmitAt(&src, now, 1)
 	assert.False(t, open, "the fast path decides nothing on it")
@@ -43,6 +42,6 @@ func TestMovingACellKeepsItsStateAndRetiresTheOld(t *testing.T) {
 	assert.False(t, ok, "the three admissions before the move are in it")
 
 	var again algorithms.Cell
-	moveCell(&again, &src)
+	assert.False(t, cells.Move(&again, &src))
 	assert.Equal(t, cells.AllowAt(&algorithms.Cell{}, now, 0), cells.AllowAt(&again, now, 0), "a retired cell moves nothing")
 }
