@@ -23,6 +23,10 @@ type attempt[K comparable] struct {
 	d       algorithms.Decision
 	wait    time.Duration
 	limit   int64 // the key's capacity, for a cost refused as too large
+	// closed is true for an Acquire denied on its slot's cell without a
+	// lock, which closed the cell's gate in the same step: the owner
+	// reopens it when it answers (see shard.handle).
+	closed bool
 }
 
 // limit is the Quota of a request refused before any decision.
@@ -39,33 +43,55 @@ func (s *shard[K]) limit(a attempt[K]) permits.Quota { return permits.Quota{Limi
 // and first decided on, under the write lock. With wait, a denial pins the
 // key for the owner instead of refusing; cost 0 (a control request:
 // SetRate, SetBurst) only pins it.
+//
+// An Acquire denied on a slot's cell without a lock can only pin the key
+// under the write lock, after promoting it; until then others would still
+// decide on the cell and could take the units it waits for. So the denial
+// closes the cell's gate in the same CAS (closed): from then on every
+// caller finds the gate closed and looks under the lock, where a
+// TryAcquire is refused as behind a waiter and an Acquire queues through
+// the owner. The gate travels with the cell (a rebuild, a promotion, a
+// demotion), the sweep never retires a gated cell, and the Acquire always
+// reaches the owner once it has closed it (decide, decideLocked), which
+// reopens it when it answers with nobody left waiting.
 func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attempt[K], error) {
 	id := ident(h)
 	sl, tag := s.tab.Load().find(id)
 	if sl == nil {
-		return s.create(key, h, cost, full, wait, time.Time{}, true)
+		return s.create(key, h, cost, full, wait, time.Time{}, true, false)
 	}
 	var now time.Time
+	var closed bool
 	if tag == id && cost > 0 {
 		cells := s.cells()
 		if c := cells.Capacity(); cost > c {
 			return attempt[K]{limit: c}, permits.CostExceedsCapacity(cost, c)
 		}
 		now = s.l.cfg.clock.Now()
-		if d, open := tryCell(cells, &sl.cell, now, cost, full); open && (d.Allowed || !wait) {
+		var d algorithms.Decision
+		var open bool
+		if wait {
+			d, open = closeCell(cells, &sl.cell, now, cost, full)
+		} else {
+			d, open = tryCell(cells, &sl.cell, now, cost, full)
+		}
+		if open && (d.Allowed || !wait) {
 			return attempt[K]{verdict: vDecided, now: now, d: d}, nil
 		}
-		// Denied with wait (now is then the request's arrival), or the
-		// cell is out of use: look again under a lock.
+		// Denied with wait, the gate closed (now is then the request's
+		// arrival), or the cell is out of use: look again under a lock.
+		if closed = open; closed && s.l.cfg.closed != nil {
+			s.l.cfg.closed()
+		}
 	}
 	s.mu.RLock()
 	if sl, tag := s.tab.Load().find(id); sl != nil && tag&fSide != 0 {
-		a, err := s.decide(s.entryOf(tag), cost, full, wait, now)
+		a, err := s.decide(s.entryOf(tag), cost, full, wait, now, closed)
 		s.mu.RUnlock()
 		return a, err
 	}
 	s.mu.RUnlock()
-	return s.create(key, h, cost, full, wait, now, false)
+	return s.create(key, h, cost, full, wait, now, false, closed)
 }
 
 // create decides on key under the write lock, making it with the
@@ -74,14 +100,15 @@ func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attemp
 // another caller made the key meanwhile, the algorithm made here is
 // dropped. Under the write lock every slot in the table is what its tag
 // says: the owner retires and buries, moves or rebuilds within one hold of
-// it.
-func (s *shard[K]) create(key K, h uint64, cost int64, full, wait bool, now time.Time, missing bool) (attempt[K], error) {
+// it. closed says the caller closed the gate of the key's cell (see
+// attempt); a key missing now has lost that cell with its state.
+func (s *shard[K]) create(key K, h uint64, cost int64, full, wait bool, now time.Time, missing, closed bool) (attempt[K], error) {
 	id := ident(h)
 	if !missing {
 		s.mu.Lock()
 		if sl, tag := s.tab.Load().find(id); sl != nil {
 			defer s.mu.Unlock()
-			return s.decideLocked(sl, tag, h, cost, full, wait, now)
+			return s.decideLocked(sl, tag, h, cost, full, wait, now, closed)
 		}
 		s.mu.Unlock()
 	}
@@ -100,45 +127,64 @@ func (s *shard[K]) create(key K, h uint64, cost int64, full, wait bool, now time
 			s.l.keys.Add(-1)
 			return attempt[K]{}, tooMany(max)
 		}
+		closed = false // the cell whose gate the caller closed went with the key
 		now = s.l.cfg.clock.Now()
 		sl, tag = s.newKey(h, alg, now)
 		if !s.bornFlag.Swap(true) {
 			s.kick()
 		}
 	}
-	return s.decideLocked(sl, tag, h, cost, full, wait, now)
+	return s.decideLocked(sl, tag, h, cost, full, wait, now, closed)
 }
 
 // decideLocked is decide for a key found under the write lock: a cell key
 // without an entry is decided on its slot, and gets an entry when the
-// owner must decide.
-func (s *shard[K]) decideLocked(sl *slot, tag, h uint64, cost int64, full, wait bool, now time.Time) (attempt[K], error) {
+// owner must decide. A gate closed on the slot's cell is an Acquire's
+// denied before the lock (see attempt), on its way here: with closed it is
+// the caller's own, which goes to the owner; a TryAcquire is refused
+// behind it, an Acquire queues behind it through the owner.
+func (s *shard[K]) decideLocked(sl *slot, tag, h uint64, cost int64, full, wait bool, now time.Time, closed bool) (attempt[K], error) {
 	if tag&fSide != 0 {
-		return s.decide(s.entryOf(tag), cost, full, wait, now)
+		return s.decide(s.entryOf(tag), cost, full, wait, now, closed)
 	}
 	cells := s.cells()
 	if c := cells.Capacity(); cost > c {
 		return attempt[K]{limit: c}, permits.CostExceedsCapacity(cost, c)
 	}
-	if cost > 0 {
+	if cost > 0 && !closed {
 		if now.IsZero() {
 			now = s.l.cfg.clock.Now()
 		}
 		d, open := tryCell(cells, &sl.cell, now, cost, full)
-		if open && (d.Allowed || !wait) {
+		switch {
+		case open && (d.Allowed || !wait):
 			return attempt[K]{verdict: vDecided, now: now, d: d}, nil
-		}
-		if !open {
-			now = time.Time{} // beyond what the cells count yet: the owner's clock decides
+		case !open:
+			behind, gated := cells.WaitBehindAt(&sl.cell, now, cost)
+			if !gated {
+				now = time.Time{} // beyond what the cells count yet: the owner's clock decides
+			} else if !wait {
+				return attempt[K]{verdict: vBehind, wait: behind}, nil
+			}
 		}
 	}
-	return s.pin(s.promote(sl, h), now), nil
+	a := s.pin(s.promote(sl, h), now)
+	a.closed = closed
+	return a, nil
 }
 
 // decide is the fast path of a key with an entry, under the shard's lock,
 // read or write. now is a clock reading to decide at, or the zero Time to
-// read one.
-func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time) (attempt[K], error) {
+// read one. With closed, the caller closed the gate of the key's cell
+// before its promotion (see attempt) and goes to the owner whatever it
+// finds, so that the owner reopens the gate (a cost too large for the key
+// now is the owner's to refuse, too).
+func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time, closed bool) (attempt[K], error) {
+	if closed {
+		a := s.pin(e, now)
+		a.closed = true
+		return a, nil
+	}
 	if c := s.capacity(e); cost > c {
 		return attempt[K]{e: e, limit: c}, permits.CostExceedsCapacity(cost, c)
 	}
@@ -158,6 +204,16 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 	if !wait {
 		if w := e.waiters(); w != nil {
 			return attempt[K]{e: e, verdict: vBehind, wait: max(time.Duration(w.tail.Load()-s.l.stamp()), 1)}, nil
+		}
+		// Nobody waits at the owner yet, but the gate is closed: an
+		// Acquire denied before the key was promoted is on its way there.
+		if e.isCell() {
+			if now.IsZero() {
+				now = s.l.cfg.clock.Now()
+			}
+			if behind, gated := s.cells().WaitBehindAt(&e.cell, now, cost); gated {
+				return attempt[K]{e: e, verdict: vBehind, wait: behind}, nil
+			}
 		}
 	}
 	return s.pin(e, time.Time{}), nil

@@ -201,3 +201,24 @@ func DecideOnCell[K comparable](l *Limiter[K], e any, cost int64) (ok, open bool
 	d, open := l.shardOf(en).try(en, true, l.cfg.clock.Now(), cost, false)
 	return d.Allowed, open
 }
+
+// WithClosedHook makes an Acquire denied on its slot's cell without a lock
+// call f right after it closed the cell's gate, on its own goroutine and
+// before it takes any lock: where it races the callers that come after it.
+func WithClosedHook(f func()) Option { return optionFunc(func(c *config) { c.closed = f }) }
+
+// Gated reports whether key is live with a cell whose gate is closed.
+func Gated[K comparable](l *Limiter[K], key K) bool {
+	s, h := l.shard(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sl, tag := s.tab.Load().find(ident(h))
+	switch {
+	case sl == nil:
+		return false
+	case tag&fSide == 0:
+		return s.cells().Gated(&sl.cell)
+	}
+	e := s.entryOf(tag)
+	return e.isCell() && s.cells().Gated(&e.cell)
+}

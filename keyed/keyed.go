@@ -174,7 +174,9 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 	if !a.now.IsZero() {
 		at = int64(a.now.Sub(l.epoch)) // the fast path's reading: its arrival
 	}
-	c := s.roundTrip(ctx, s.newCall(ctx, opAcquire, a.e, cost, at))
+	c := s.newCall(ctx, opAcquire, a.e, cost, at)
+	c.closer = a.closed
+	c = s.roundTrip(ctx, c)
 	return s.answer(ctx, c, a.e, cost)
 }
 

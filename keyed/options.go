@@ -18,6 +18,7 @@ type config struct {
 	idle     time.Duration // how long a key stays full before it is dropped
 	retired  func(e any)   // tests only (export_test.go): called right after the owner retires a cell
 	detached func(e any)   // tests only: called right after the owner detaches a cell, before the key's flags change
+	closed   func()        // tests only: called right after an Acquire closes its slot's gate without a lock, before any lock
 }
 
 func defaults() config {

@@ -118,16 +118,28 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		return
 	}
 	w := e.waiters()
+	// With nobody waiting, a closed gate is that of an Acquire denied
+	// before its key's promotion, on its way here (see attempt), unless it
+	// is c's own: held keeps it closed, and c's answer reopens it.
+	held := w == nil && !c.closer && s.held(e)
 	if capacity := s.capacity(e); c.node.Cost > capacity {
 		// The caller checked the cost against the capacity it read; a
 		// SetBurst handled just before this request may have lowered it.
 		s.reply(c, stTooLarge, capacity)
 		if w == nil {
-			s.settle(e, now)
+			s.leave(e, held, now)
 		}
 		return
 	}
 	try := c.op == opTry
+	if try && held {
+		// Behind that Acquire, as if it were queued already.
+		wait, _ := s.cells().WaitBehindAt(&e.cell, s.l.t(now), c.node.Cost)
+		c.remaining, c.reset = 0, int64(wait)
+		s.refuse(c, stLimited, int64(wait))
+		s.settle(e, now)
+		return
+	}
 	at := min(c.arrival, now) // none is in the future
 	if w != nil {
 		at = min(max(at, w.arrived), now) // arrivals keep their order in time
@@ -139,7 +151,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		d := s.allow(e, at, cost, !try) // a waiter closes the fast path
 		if d.Allowed {
 			s.grant(c, at, d)
-			s.settle(e, now)
+			s.leave(e, held, now)
 			return
 		}
 		c.remaining, c.reset = d.Remaining, s.l.ns(d.ResetAt)-now
@@ -190,6 +202,17 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	}
 	// Refused on a queue that stayed empty: the denial may have closed the
 	// gate, which nobody waiting must leave closed.
+	s.leave(e, held, now)
+}
+
+// leave is for a key whose queue stayed empty through a request: its gate
+// is reopened (quiet) unless held, closed for another Acquire on its way
+// here (see handle), whose own answer reopens it.
+func (s *shard[K]) leave(e *entry[K], held bool, now int64) {
+	if held {
+		s.settle(e, now)
+		return
+	}
 	s.quiet(e, now)
 }
 

@@ -22,10 +22,11 @@ func (s *shard[K]) promote(sl *slot, h uint64) *entry[K] {
 // nobody waits on it and nothing of it is at the owner. Its cell goes back
 // to its slot, whose tag then sends the fast path there again. A caller
 // holding the slot since before the key was promoted may decide on it
-// again: it is the same key's cell, with its current state. Owner only,
-// under the write lock.
+// again: it is the same key's cell, with its current state. The gate goes
+// with the cell: with nobody waiting it is open, or closed by an Acquire
+// on its way to the owner (see attempt), which must keep it closed. Owner
+// only, under the write lock.
 func (s *shard[K]) demote(sl *slot, e *entry[K]) {
-	s.cells().OpenGate(&e.cell) // open already: its queue is empty
 	s.moveCell(&sl.cell, &e.cell)
 	id := ident(e.h)
 	s.dropSide(id)

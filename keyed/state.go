@@ -146,6 +146,22 @@ func tryCell(cells *algorithms.Cells, cell *algorithms.Cell, now time.Time, cost
 	return algorithms.Decision{Allowed: ok, RetryAt: now.Add(retry)}, open
 }
 
+// closeCell is tryCell that closes the gate of cell on a denial, in the
+// same CAS: for an Acquire denied without a lock (see attempt).
+func closeCell(cells *algorithms.Cells, cell *algorithms.Cell, now time.Time, cost int64, full bool) (algorithms.Decision, bool) {
+	if full {
+		return cells.TryAllowOrCloseAt(cell, now, cost)
+	}
+	ok, retry, open := cells.TryAdmitOrCloseAt(cell, now, cost)
+	return algorithms.Decision{Allowed: ok, RetryAt: now.Add(retry)}, open
+}
+
+// held reports whether e, which nobody waits on, is a cell key whose gate
+// an Acquire denied before its promotion closed (see attempt): one still
+// on its way to the owner, who reopens the gate when it answers it.
+// Owner only.
+func (s *shard[K]) held(e *entry[K]) bool { return e.isCell() && s.cells().Gated(&e.cell) }
+
 // openGate reopens the fast path of a key whose queue is empty.
 func (s *shard[K]) openGate(e *entry[K]) {
 	switch {
