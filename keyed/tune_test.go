@@ -294,3 +294,20 @@ func TestACallerOnADetachedCellLooksAgain(t *testing.T) {
 		assert.ErrorIs(t, err, permits.ErrRateLimited)
 	})
 }
+
+// A SetRate that fails on a cell key gives the entry it made back as it
+// answers, not at the owner's next pass: the owner settles the key after
+// the reply has taken its pin back.
+func TestAFailedSetRateGivesTheCellKeysEntryBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, gcraPer[string](algorithms.PerSecond(10), 2), keyed.WithShards(1))
+		_, err := l.TryAcquire("k", 1)
+		require.NoError(t, err)
+		synctest.Wait() // the owner's pass for the new key: the next is 10ms away
+		require.ErrorIs(t, l.SetRate("k", algorithms.Rate{Count: -1, Per: time.Second}), algorithms.ErrInvalidConfig)
+		synctest.Wait()
+		assert.True(t, keyed.IsCell(l, "k"))
+		assert.False(t, keyed.HasEntry(l, "k"), "the entry went back with the answer")
+		assert.True(t, keyed.FastPath(l, "k"))
+	})
+}
