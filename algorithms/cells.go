@@ -15,7 +15,8 @@ import (
 // A cell decides as a GCRA of the same rate and burst with the same history:
 // the same Allowed, RetryAt, Remaining and ResetAt to the nanosecond, with
 // the same gate (TryAllowAt and TryAdmitAt decide only while it is open;
-// AllowOrCloseAt closes it on a denial that waiting can cure; OpenGate
+// AllowOrCloseAt, and from any goroutine TryAllowOrCloseAt and
+// TryAdmitOrCloseAt, close it on a denial that waiting can cure; OpenGate
 // reopens it). Two things differ:
 //
 //   - A cell keeps no latest instant of its own (a GCRA keeps one, 8 bytes
@@ -45,8 +46,9 @@ import (
 // The zero Cell is full, at capacity, in every generation. A Cell must not
 // be copied once in use.
 //
-// TryAllowAt, TryAdmitAt, Retired, Rate, Capacity and Generation are safe
-// for concurrent use from any goroutine, and so is Adopt on a cell nobody
+// TryAllowAt, TryAdmitAt, TryAllowOrCloseAt, TryAdmitOrCloseAt, Gated,
+// WaitBehindAt, Retired, Rate, Capacity and Generation are safe for
+// concurrent use from any goroutine, and so is Adopt on a cell nobody
 // else uses yet; the other methods are for the single owner of the cells,
 // and are safe beside those.
 type Cells struct {
@@ -126,6 +128,55 @@ func (c *Cells) TryAllowAt(cell *Cell, now time.Time, cost int64) (d Decision, o
 // would be (> 0). It reports open false also for a cost that can never be
 // admitted. Safe from any goroutine.
 func (c *Cells) TryAdmitAt(cell *Cell, now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
+	return c.tryAdmit(cell, now, cost, false)
+}
+
+// TryAllowOrCloseAt decides like TryAllowAt and, when it denies a cost
+// that could be allowed later, closes cell's gate in the same atomic step:
+// the caller then owes the cell's owner a request that reopens it (the
+// owner's OpenGate), and every other caller finds the gate closed until
+// then. Safe from any goroutine.
+func (c *Cells) TryAllowOrCloseAt(cell *Cell, now time.Time, cost int64) (d Decision, open bool) {
+	return c.decide(cell, now, cost, true, true)
+}
+
+// TryAdmitOrCloseAt is TryAdmitAt that closes cell's gate on a denial in
+// the same atomic step, as TryAllowOrCloseAt does. Safe from any
+// goroutine.
+func (c *Cells) TryAdmitOrCloseAt(cell *Cell, now time.Time, cost int64) (ok bool, wait time.Duration, open bool) {
+	return c.tryAdmit(cell, now, cost, true)
+}
+
+// Gated reports whether cell's gate is closed (a retired cell is not
+// gated). Safe from any goroutine.
+func (c *Cells) Gated(cell *Cell) bool {
+	w := cell.w.Load()
+	return w != retiredWord && w&gateBit != 0
+}
+
+// WaitBehindAt returns, for a cell whose gate is closed for a request
+// denied earlier, a lower bound on how long cost units wait at now behind
+// that request: the time until cost units and one more fit (> 0), ignoring
+// the gate; nothing is admitted on a gated cell but by its owner, and the
+// request the gate was closed for is at least one unit. gated is false,
+// and wait 0, when the gate is open, the cell is retired, or now lies
+// beyond what the current generation counts. Safe from any goroutine.
+func (c *Cells) WaitBehindAt(cell *Cell, now time.Time, cost int64) (wait time.Duration, gated bool) {
+	e, w, n, exact, ok := c.load(cell, now, true)
+	if !ok || w&gateBit == 0 {
+		return 0, false
+	}
+	cost = min(max(cost, 0), e.burst)
+	retry := int64(w&tickMask) + (cost+1)*e.per - e.tau
+	if retry <= n {
+		return 1, true
+	}
+	return e.wait(now, retry, n, exact), true
+}
+
+// tryAdmit is TryAdmitAt; with closeGate, a denial closes the gate in the
+// same CAS.
+func (c *Cells) tryAdmit(cell *Cell, now time.Time, cost int64, closeGate bool) (ok bool, wait time.Duration, open bool) {
 	for {
 		e, w, n, exact, loaded := c.load(cell, now, true)
 		if !loaded || cost < 1 || cost > e.burst {
@@ -139,9 +190,10 @@ func (c *Cells) TryAdmitAt(cell *Cell, now time.Time, cost int64) (ok bool, wait
 			tat := int64(w & tickMask)
 			next := max(tat, n) + inc
 			if next > n+e.tau {
-				return false, e.wait(now, tat+inc-e.tau, n, exact), true
-			}
-			if cell.w.CompareAndSwap(w, w&^tickMask|uint64(next)) {
+				if !closeGate || cell.w.CompareAndSwap(w, w|gateBit) {
+					return false, e.wait(now, tat+inc-e.tau, n, exact), true
+				}
+			} else if cell.w.CompareAndSwap(w, w&^tickMask|uint64(next)) {
 				return true, 0, true
 			}
 			if w = cell.w.Load(); w == retiredWord {
@@ -210,6 +262,25 @@ func (c *Cells) Retired(cell *Cell) bool { return cell.w.Load() == retiredWord }
 // Revive puts a retired cell back in use, full, as a new one: what it was
 // when it was retired, for every instant from then on. Owner only.
 func (c *Cells) Revive(cell *Cell) { cell.w.CompareAndSwap(retiredWord, 0) }
+
+// Move gives dst the state of src and takes src out of use, in one atomic
+// step with the decisions of every other goroutine on src: an admission
+// made on src before it travels with the state, and a decision on src
+// after it finds src retired (TryAllowAt and TryAdmitAt report the gate
+// closed, Retired reports true), so a caller that finds it retired looks
+// for its key's state elsewhere. It is how a cell changes place: into a
+// larger table, or into a record of its own. dst must be a cell of the
+// same Cells that nobody decides on yet. A src retired already moves
+// nothing and leaves dst as it was; Move reports whether a state moved.
+// Owner only.
+func (c *Cells) Move(dst, src *Cell) bool {
+	w := src.w.Swap(retiredWord)
+	if w == retiredWord {
+		return false
+	}
+	dst.w.Store(w)
+	return true
+}
 
 // Clone returns a GCRA with cell's state and configuration, its gate open,
 // for predictions (a TokenBucket and a LeakyBucket of the same

@@ -10,117 +10,186 @@ import (
 type verdict uint8
 
 const (
-	vDecided verdict = iota // the fast path decided: d at now
+	vDecided verdict = iota // decided on the caller's goroutine: d at now
 	vBehind                 // others wait on the key: refuse, wait from now
 	vOwner                  // the key is pinned: ask the owner
-	vGone                   // the owner dropped the entry meanwhile: look again under the write lock
 )
 
 // attempt is the caller's side of a request, before any message.
 type attempt[K comparable] struct {
-	e       *entry[K]
+	e       *entry[K] // the key's entry; nil for a cell key decided on its slot
 	verdict verdict
-	now     time.Time // the fast path's clock reading, if it read one
+	now     time.Time // the clock reading decided at, if one was read
 	d       algorithms.Decision
 	wait    time.Duration
+	limit   int64 // the key's capacity, for a cost refused as too large
+	// closed is true for an Acquire denied on its slot's cell without a
+	// lock, which closed the cell's gate in the same step: the owner
+	// reopens it when it answers (see shard.handle).
+	closed bool
 }
 
 // limit is the Quota of a request refused before any decision.
-func (s *shard[K]) limit(a attempt[K]) permits.Quota {
-	if a.e == nil {
-		return permits.Quota{}
-	}
-	return permits.Quota{Limit: s.capacity(a.e)}
-}
+func (s *shard[K]) limit(a attempt[K]) permits.Quota { return permits.Quota{Limit: a.limit} }
 
-// attempt finds or makes key's entry and decides on the lock-free form of
-// its state if it can. A live cell key is found and decided on without any
-// lock: the owner drops a cell only by retiring it, in the same atomic word
-// the decision is made on, so a decision is either made before (and the
-// cell is no longer full: the owner keeps it) or finds it retired and
-// looks again. Another key is found again and decided on under the shard's
-// read lock, as the owner drops those under the write lock. A new key is
-// made, and first decided on, under the write lock. With wait, a denial
-// pins the key for the owner instead of refusing; cost 0 (a control
-// request: SetRate, SetBurst) only pins it.
+// attempt finds or makes key's state and decides on its lock-free form if
+// it can. A cell key without an entry, the common case, is found and
+// decided on without any lock: the table's tag says the slot is the key's,
+// and a slot's cell is retired, in the word the decision CASes, before it
+// is dropped, moved into an entry or copied into a new table (see table);
+// a decision that finds it retired looks again under a lock. A key with an
+// entry is found again and decided on under the shard's read lock, as the
+// owner drops and changes those under the write lock. A new key is made,
+// and first decided on, under the write lock. With wait, a denial pins the
+// key for the owner instead of refusing; cost 0 (a control request:
+// SetRate, SetBurst) only pins it.
+//
+// An Acquire denied on a slot's cell without a lock can only pin the key
+// under the write lock, after promoting it; until then others would still
+// decide on the cell and could take the units it waits for. So the denial
+// closes the cell's gate in the same CAS (closed): from then on every
+// caller finds the gate closed and looks under the lock, where a
+// TryAcquire is refused as behind a waiter and an Acquire queues through
+// the owner. The gate travels with the cell (a rebuild, a promotion, a
+// demotion), the sweep never retires a gated cell, and the Acquire always
+// reaches the owner once it has closed it (decide, decideLocked), which
+// reopens it when it answers with nobody left waiting.
 func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attempt[K], error) {
-	if e := s.tab.Load().find(key, h, s.l.tomb); e != nil {
-		if e.isCell() {
-			if a, err := s.decide(e, cost, full, wait, time.Time{}, false); a.verdict != vGone {
-				return a, err
-			}
+	id := ident(h)
+	sl, tag := s.tab.Load().find(id)
+	if sl == nil {
+		return s.create(key, h, cost, full, wait, time.Time{}, true, false)
+	}
+	var now time.Time
+	var closed bool
+	if tag == id && cost > 0 {
+		cells := s.cells()
+		if c := cells.Capacity(); cost > c {
+			return attempt[K]{limit: c}, permits.CostExceedsCapacity(cost, c)
+		}
+		now = s.l.cfg.clock.Now()
+		var d algorithms.Decision
+		var open bool
+		if wait {
+			d, open = closeCell(cells, &sl.cell, now, cost, full)
 		} else {
-			// Found again under the read lock, the key is live: the owner
-			// drops these under the write lock.
-			s.mu.RLock()
-			if e = s.tab.Load().find(key, h, s.l.tomb); e != nil {
-				a, err := s.decide(e, cost, full, wait, time.Time{}, true)
-				s.mu.RUnlock()
-				return a, err
-			}
-			s.mu.RUnlock()
+			d, open = tryCell(cells, &sl.cell, now, cost, full)
+		}
+		if open && (d.Allowed || !wait) {
+			return attempt[K]{verdict: vDecided, now: now, d: d}, nil
+		}
+		// Denied with wait, the gate closed (now is then the request's
+		// arrival), or the cell is out of use: look again under a lock.
+		if closed = open; closed && s.l.cfg.closed != nil {
+			s.l.cfg.closed()
 		}
 	}
-	e, now, err := s.create(key, h)
-	if err != nil {
-		return attempt[K]{}, err
+	s.mu.RLock()
+	if sl, tag := s.tab.Load().find(id); sl != nil && tag&fSide != 0 {
+		a, err := s.decide(s.entryOf(tag), cost, full, wait, now, closed)
+		s.mu.RUnlock()
+		return a, err
 	}
-	a, err := s.decide(e, cost, full, wait, now, true) // never vGone: nothing is dropped or detached under the write lock
-	s.mu.Unlock()
-	return a, err
+	s.mu.RUnlock()
+	return s.create(key, h, cost, full, wait, now, false, closed)
 }
 
-// create returns key's entry, made with the constructor if it is still
-// missing, and the clock reading it was made at (or the zero Time), and
-// returns with the write lock held unless it fails. The
-// constructor runs outside the lock; if another caller made the key
-// meanwhile, the algorithm made here is dropped. Under the write lock
-// every entry in the table is live: the owner retires and removes a cell
-// within one hold of it.
-func (s *shard[K]) create(key K, h uint64) (*entry[K], time.Time, error) {
+// create decides on key under the write lock, making it with the
+// constructor if it is missing. The constructor runs outside the lock
+// (missing says the caller found no key, so that it runs first); if
+// another caller made the key meanwhile, the algorithm made here is
+// dropped. Under the write lock every slot in the table is what its tag
+// says: the owner retires and buries, moves or rebuilds within one hold of
+// it. closed says the caller closed the gate of the key's cell (see
+// attempt); a key missing now has lost that cell with its state.
+func (s *shard[K]) create(key K, h uint64, cost int64, full, wait bool, now time.Time, missing, closed bool) (attempt[K], error) {
+	id := ident(h)
+	if !missing {
+		s.mu.Lock()
+		if sl, tag := s.tab.Load().find(id); sl != nil {
+			defer s.mu.Unlock()
+			return s.decideLocked(sl, tag, h, cost, full, wait, now, closed)
+		}
+		s.mu.Unlock()
+	}
 	alg, err := s.l.newAlg(key)
 	switch {
 	case err != nil:
-		return nil, time.Time{}, &AlgorithmError{Err: err}
+		return attempt[K]{}, &AlgorithmError{Err: err}
 	case alg == nil:
-		return nil, time.Time{}, &AlgorithmError{Err: errNilAlgorithm}
+		return attempt[K]{}, &AlgorithmError{Err: errNilAlgorithm}
 	}
 	s.mu.Lock()
-	if e := s.tab.Load().find(key, h, s.l.tomb); e != nil {
-		return e, time.Time{}, nil
+	defer s.mu.Unlock()
+	sl, tag := s.tab.Load().find(id)
+	if sl == nil {
+		if n, max := s.l.keys.Add(1), s.l.cfg.maxKeys; max > 0 && n > int64(max) {
+			s.l.keys.Add(-1)
+			return attempt[K]{}, tooMany(max)
+		}
+		closed = false // the cell whose gate the caller closed went with the key
+		now = s.l.cfg.clock.Now()
+		sl, tag = s.newKey(h, alg, now)
+		if !s.bornFlag.Swap(true) {
+			s.kick()
+		}
 	}
-	if n, max := s.l.keys.Add(1), s.l.cfg.maxKeys; max > 0 && n > int64(max) {
-		s.l.keys.Add(-1)
-		s.mu.Unlock()
-		return nil, time.Time{}, tooMany(max)
-	}
-	now := s.l.cfg.clock.Now()
-	e := s.newEntry(key, alg, now)
-	s.insert(e, h)
-	s.born = append(s.born, e)
-	if !s.bornFlag.Swap(true) {
-		s.kick()
-	}
-	return e, now, nil
+	return s.decideLocked(sl, tag, h, cost, full, wait, now, closed)
 }
 
-// decide is the fast path: under the shard's lock (locked) for a key that
-// is not a cell key, lock-free for a cell key. now is a clock reading to
-// decide at, or the zero Time to read one.
-//
-// A cell key found without a lock may stop being one while the caller
-// looks: the owner detaches its cell to give it a configuration of its own
-// (SetRate), under the write lock and in one atomic step with the
-// decisions on the cell. Such a caller decides only on the cell, which
-// then reports the gate closed, and never on the key's new algorithm
-// without the read lock (the owner drops those under the write lock): pin
-// sends it to look again.
-func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time, locked bool) (attempt[K], error) {
+// decideLocked is decide for a key found under the write lock: a cell key
+// without an entry is decided on its slot, and gets an entry when the
+// owner must decide. A gate closed on the slot's cell is an Acquire's
+// denied before the lock (see attempt), on its way here: with closed it is
+// the caller's own, which goes to the owner; a TryAcquire is refused
+// behind it, an Acquire queues behind it through the owner.
+func (s *shard[K]) decideLocked(sl *slot, tag, h uint64, cost int64, full, wait bool, now time.Time, closed bool) (attempt[K], error) {
+	if tag&fSide != 0 {
+		return s.decide(s.entryOf(tag), cost, full, wait, now, closed)
+	}
+	cells := s.cells()
+	if c := cells.Capacity(); cost > c {
+		return attempt[K]{limit: c}, permits.CostExceedsCapacity(cost, c)
+	}
+	if cost > 0 && !closed {
+		if now.IsZero() {
+			now = s.l.cfg.clock.Now()
+		}
+		d, open := tryCell(cells, &sl.cell, now, cost, full)
+		switch {
+		case open && (d.Allowed || !wait):
+			return attempt[K]{verdict: vDecided, now: now, d: d}, nil
+		case !open:
+			behind, gated := cells.WaitBehindAt(&sl.cell, now, cost)
+			if !gated {
+				now = time.Time{} // beyond what the cells count yet: the owner's clock decides
+			} else if !wait {
+				return attempt[K]{verdict: vBehind, wait: behind}, nil
+			}
+		}
+	}
+	a := s.pin(s.promote(sl, h), now)
+	a.closed = closed
+	return a, nil
+}
+
+// decide is the fast path of a key with an entry, under the shard's lock,
+// read or write. now is a clock reading to decide at, or the zero Time to
+// read one. With closed, the caller closed the gate of the key's cell
+// before its promotion (see attempt) and goes to the owner whatever it
+// finds, so that the owner reopens the gate (a cost too large for the key
+// now is the owner's to refuse, too).
+func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time, closed bool) (attempt[K], error) {
+	if closed {
+		a := s.pin(e, now)
+		a.closed = true
+		return a, nil
+	}
 	if c := s.capacity(e); cost > c {
-		return attempt[K]{e: e}, permits.CostExceedsCapacity(cost, c)
+		return attempt[K]{e: e, limit: c}, permits.CostExceedsCapacity(cost, c)
 	}
 	// Lock-free, and nothing at the owner for this key.
-	if w := e.word.Load(); cost > 0 && (w == fCell || locked && w == fLockFree) {
+	if w := e.word.Load(); cost > 0 && (w == fCell || w == fLockFree) {
 		if now.IsZero() {
 			now = s.l.cfg.clock.Now()
 		}
@@ -129,31 +198,31 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 			if d.Allowed || !wait {
 				return attempt[K]{e: e, verdict: vDecided, now: now, d: d}, nil
 			}
-			return s.pin(e, now, locked), nil
+			return s.pin(e, now), nil
 		}
 	}
-	// A retired cell has no waiters: pin finds it gone.
 	if !wait {
 		if w := e.waiters(); w != nil {
 			return attempt[K]{e: e, verdict: vBehind, wait: max(time.Duration(w.tail.Load()-s.l.stamp()), 1)}, nil
 		}
+		// Nobody waits at the owner yet, but the gate is closed: an
+		// Acquire denied before the key was promoted is on its way there.
+		if e.isCell() {
+			if now.IsZero() {
+				now = s.l.cfg.clock.Now()
+			}
+			if behind, gated := s.cells().WaitBehindAt(&e.cell, now, cost); gated {
+				return attempt[K]{e: e, verdict: vBehind, wait: behind}, nil
+			}
+		}
 	}
-	return s.pin(e, time.Time{}, locked), nil
+	return s.pin(e, time.Time{}), nil
 }
 
 // pin records a request for e on its way to the owner, whose arrival is
-// now when the fast path read the clock. A cell key is pinned without a
-// lock: the pin is counted first, and then the cell looked at; the owner
-// retires a cell first, and then looks at the pins (shard.drop). So either
-// the owner sees the pin and revives the cell, or the caller sees the cell
-// retired, takes its pin back and looks for the key under the write lock.
-// A caller without a lock that finds the key no longer a cell (detached)
-// looks again the same way: only under a lock may it pin such a key.
-func (s *shard[K]) pin(e *entry[K], now time.Time, locked bool) attempt[K] {
+// now when the fast path read the clock. Under the shard's lock, so that
+// the owner, which drops and demotes keys under the write lock, sees it.
+func (s *shard[K]) pin(e *entry[K], now time.Time) attempt[K] {
 	e.word.Add(pinStep)
-	if !locked && (!e.isCell() || s.cells().Retired(&e.cell)) {
-		e.unpin()
-		return attempt[K]{verdict: vGone}
-	}
 	return attempt[K]{e: e, verdict: vOwner, now: now}
 }

@@ -19,10 +19,10 @@ import (
 	"github.com/sluicehq/sluice/permits"
 )
 
-func TestAnEntryIsSmall(t *testing.T) {
-	// A string key, its cell, pins, heap index, due instant and the pointer
-	// to what only waiting keys and keys with their own algorithm need.
-	assert.LessOrEqual(t, keyed.EntrySize, uintptr(48))
+func TestASlotIsSmall(t *testing.T) {
+	// A cell key without waiters is its slot alone: the key's hash and its
+	// cell, no key, no entry, no place in any schedule.
+	assert.Equal(t, uintptr(16), keyed.SlotSize)
 }
 
 func TestKeysOfTheSharedConfigurationAreCellsAndOthersKeepTheirAlgorithm(t *testing.T) {
@@ -167,40 +167,30 @@ func TestIdleKeysGiveTheirTablesBack(t *testing.T) {
 		}
 		assert.Equal(t, 20_000, l.Stats().Keys)
 		assert.Greater(t, keyed.TableSlots(l), 20_000)
-		time.Sleep(100 * time.Millisecond)
+		// Full at 100ms, dropped within its shard's pass gap (see
+		// TestALargeTableIsSweptWithinItsGap): about 17ms at 8 700 slots.
+		time.Sleep(100*time.Millisecond + time.Duration(keyed.TableSlots(l)/4)*keyed.SlotGap)
 		synctest.Wait()
 		assert.Equal(t, 0, l.Stats().Keys)
 		assert.Equal(t, empty, keyed.TableSlots(l))
 	})
 }
 
-// TestARequestPinnedAsItsCellIsRetiredKeepsTheKey: a caller that pinned a
-// key and saw its cell live just before the owner retired it is on its way
-// to the owner. The owner sees the pin and revives the cell, so the key
-// stays, with its state, and serves that request.
-func TestARequestPinnedAsItsCellIsRetiredKeepsTheKey(t *testing.T) {
+// TestAPinnedKeyIsNeverDropped: a caller that pinned a key is on its way
+// to the owner. The owner's passes leave the key alone, with its state,
+// until its request is served, even long after it is full.
+func TestAPinnedKeyIsNeverDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &counting{made: map[string]int{}, alg: func() (algorithms.Algorithm, error) {
 			return algorithms.NewGCRA(algorithms.PerSecond(10), 1)
 		}}
-		hooked := make(chan any, 1)
-		var once sync.Once
-		l := newLimiter(t, c.new, keyed.WithRetiredHook(func(e any) {
-			once.Do(func() {
-				keyed.PinRaw[string](e)
-				hooked <- e
-			})
-		}))
+		l := newLimiter(t, c.new)
 		_, err := l.TryAcquire("k", 1)
 		require.NoError(t, err)
-		time.Sleep(100 * time.Millisecond) // full: retired, and revived
+		e := keyed.Entry(l, "k")
+		keyed.PinRaw[string](e)
+		time.Sleep(time.Second) // full at 100ms, and swept many times since
 		synctest.Wait()
-		var e any
-		select {
-		case e = <-hooked:
-		default:
-			t.Fatal("the owner never retired the full key")
-		}
 		assert.Equal(t, 1, l.Stats().Keys, "the pinned key stays")
 		require.NoError(t, keyed.SendPinned(l, e, 1), "the pinned request reaches the owner and is granted")
 		_, err = l.TryAcquire("k", 1)
@@ -209,38 +199,115 @@ func TestARequestPinnedAsItsCellIsRetiredKeepsTheKey(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		synctest.Wait()
 		assert.Equal(t, 0, l.Stats().Keys, "dropped once full again with nothing pinned")
+		assert.Equal(t, 0, keyed.Entries(l))
 	})
 }
 
-// TestACallerThatPinsARetiredCellLooksAgain: a caller that pins a key just
-// after its cell was retired sees it retired, takes its pin back and
-// looks again; the owner drops the key, and the caller's next look makes
-// it anew.
-func TestACallerThatPinsARetiredCellLooksAgain(t *testing.T) {
+// TestACallerOnADroppedKeysSlotLooksAgain: a caller that found a key's
+// slot without a lock, and decides on its cell just after the owner
+// retired it to drop the key, decides nothing (the cell is not open) and
+// looks again; the key is gone, and its next look makes it anew.
+func TestACallerOnADroppedKeysSlotLooksAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := &counting{made: map[string]int{}, alg: func() (algorithms.Algorithm, error) {
 			return algorithms.NewGCRA(algorithms.PerSecond(10), 1)
 		}}
 		var lim atomic.Pointer[keyed.Limiter[string]]
-		gone := make(chan bool, 1)
+		open := make(chan bool, 1)
 		var once sync.Once
-		l := newLimiter(t, c.new, keyed.WithRetiredHook(func(e any) {
-			once.Do(func() { gone <- keyed.Pin(lim.Load(), e) })
+		l := newLimiter(t, c.new, keyed.WithRetiredHook(func(sl any) {
+			once.Do(func() {
+				_, o := keyed.DecideOnSlot(lim.Load(), sl, 1)
+				open <- o
+			})
 		}))
 		lim.Store(l)
 		_, err := l.TryAcquire("k", 1)
 		require.NoError(t, err)
+		stale := keyed.Slot(l, "k")
+		require.NotNil(t, stale)
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
 		select {
-		case g := <-gone:
-			assert.True(t, g, "a pin taken after the retirement sees it")
+		case o := <-open:
+			assert.False(t, o, "the retired cell decides nothing")
 		default:
 			t.Fatal("the owner never retired the full key")
 		}
 		assert.Equal(t, 0, l.Stats().Keys)
+		_, o := keyed.DecideOnSlot(l, stale, 1)
+		assert.False(t, o, "nor later: a dropped key's slot is never given to another")
 		_, err = l.TryAcquire("k", 1)
 		require.NoError(t, err)
 		assert.Equal(t, 2, c.count("k"), "made anew")
+		_, o = keyed.DecideOnSlot(l, stale, 1)
+		assert.False(t, o, "the new key has a slot of its own")
+	})
+}
+
+// TestACallerOnASlotCopiedByARebuildLooksAgain: a caller that found a
+// key's slot without a lock may decide on it after a new key made the
+// table grow. The rebuild retired the old cell as it copied it, so the
+// caller decides nothing there and looks again, and the key keeps its
+// state, every admission made before the copy in it.
+func TestACallerOnASlotCopiedByARebuildLooksAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, gcraPer[string](algorithms.PerHour(1), 3), keyed.WithShards(1))
+		_, err := l.TryAcquire("k", 1)
+		require.NoError(t, err)
+		stale := keyed.Slot(l, "k")
+		before := keyed.TableSlots(l)
+		for i := 0; keyed.TableSlots(l) == before; i++ {
+			_, err := l.TryAcquire(fmt.Sprint("other-", i), 1)
+			require.NoError(t, err)
+		}
+		_, open := keyed.DecideOnSlot(l, stale, 1)
+		assert.False(t, open, "the copied cell decides nothing")
+		for range 2 {
+			_, err := l.TryAcquire("k", 1)
+			require.NoError(t, err, "the two units the key had left")
+		}
+		_, err = l.TryAcquire("k", 1)
+		assert.ErrorIs(t, err, permits.ErrRateLimited)
+	})
+}
+
+// TestACallerOnASlotWhoseKeyGotAnEntryLooksAgain: a caller that found a
+// cell key's slot without a lock may decide on it after another request
+// gave the key an entry (here an Acquire that waits). The cell moved into
+// the entry, the slot's was retired first: the caller decides nothing and
+// looks again, behind the waiter. Once nobody waits and nothing of the
+// key is at the owner, the owner gives the entry back at once and the
+// fast path is lock-free on the slot again.
+func TestACallerOnASlotWhoseKeyGotAnEntryLooksAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, gcraPer[string](algorithms.PerSecond(10), 1), keyed.WithIdleTimeout(time.Hour))
+		_, err := l.TryAcquire("k", 1)
+		require.NoError(t, err)
+		stale := keyed.Slot(l, "k")
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := l.Acquire(context.Background(), "k", 1)
+			assert.NoError(t, err)
+		})
+		synctest.Wait()
+		require.True(t, keyed.HasEntry(l, "k"))
+		_, open := keyed.DecideOnSlot(l, stale, 1)
+		assert.False(t, open, "the moved cell decides nothing")
+		_, err = l.TryAcquire("k", 1)
+		wait, ok := permits.RetryAfter(err)
+		require.True(t, ok, "%v", err)
+		assert.Equal(t, 100*time.Millisecond, wait, "until the waiter is granted")
+		wg.Wait()
+		synctest.Wait()
+		assert.False(t, keyed.HasEntry(l, "k"), "the entry given back with the last waiter")
+		assert.True(t, keyed.IsCell(l, "k"))
+		keyed.WhileLocked(l, "k", func() {
+			_, err := l.TryAcquire("k", 1)
+			assert.ErrorIs(t, err, permits.ErrRateLimited, "decided without a lock: the waiter took the unit")
+		})
+		time.Sleep(100 * time.Millisecond) // the waiter's unit, granted at 100ms, back at 200ms
+		_, err = l.TryAcquire("k", 1)
+		assert.NoError(t, err, "the same state, lock-free")
 	})
 }

@@ -6,33 +6,41 @@ import (
 	"github.com/sluicehq/sluice/algorithms"
 )
 
-// entry is one live key: its state, and what its shard's owner needs to
-// schedule it. Every live key holds one, so its size is the memory a key
-// costs beside its slot in the shard's table and heap: 48 bytes for a
-// string key whose state is a cell (TestEntryIsSmall; bench/ measures the
-// whole cost of a key).
+// entry is what a key needs beyond its slot, for as long as it needs it:
+// waiters, requests at the owner, an algorithm of its own. A cell key
+// (the common key: its state is one word of its shard's algorithms.Cells,
+// see cellConfig) has none while nobody waits on it and it has no request
+// at the owner; it gets one, in its shard's side map, when a request for
+// it must go to the owner, and gives it back once nobody waits on it and
+// nothing of it is at the owner (shard.settle, or the owner's next pass). A key of any other kind keeps
+// its entry, and its algorithm in x, for its whole life.
 //
-// The state is one of two kinds, fixed at birth. A cell key's state is
-// cell, one word of its shard's algorithms.Cells: its algorithm was a GCRA
-// or a bucket of the limiter's shared configuration (see cellConfig). Any
-// other key keeps the algorithm its constructor made, in x.
+// While a cell key has an entry its cell is the entry's (moved out of the
+// slot, see moveCell), and every decision on it is made under the shard's
+// lock: the owner's, the read lock for the fast path. Only the owner moves
+// it back, under the write lock.
 type entry[K comparable] struct {
-	key  K
+	h    uint64 // the key's hash: its shard and tag
 	cell algorithms.Cell
 	// word is the entry's shared word: the kind flags below, set at birth,
 	// and the requests for this key sent to the owner and not yet answered,
 	// in steps of pinStep. While any is, the fast path stays off the state,
 	// so that it never passes a request the owner holds but has not yet
-	// decided; and a pinned key is never dropped (see shard.drop).
+	// decided; and a pinned key is never dropped. Pins are taken under the
+	// shard's lock, and the owner drops and moves keys under the write lock.
 	word atomic.Int32
-	hidx int32 // owner only: index in the shard's heap, -1 when not in it
-	due  int64 // owner only: the instant the owner next looks at the key
+	hidx int32 // owner only: index in the shard's heap of waiting keys, -1 when not in it
+	due  int64 // owner only: the instant the owner next grants the key's head
+	// fullAt is the instant the owner first found or foretold the key full,
+	// with nobody waiting, since it last found it in use (see idleFrom).
+	// Owner only.
+	fullAt int64
 	// x holds what a cell key needs only while it has waiters, and what
 	// any other key needs for its whole life: its algorithm.
 	x atomic.Pointer[extra[K]]
 }
 
-// extra is the part of a key that most cell keys never need.
+// extra is the part of an entry that most cell keys never need.
 type extra[K comparable] struct {
 	alg algorithms.Algorithm // nil for a cell key
 	// w holds the key's waiters while it has any; the owner sets it, the
@@ -45,8 +53,8 @@ type extra[K comparable] struct {
 }
 
 const (
-	fCell     = 1 << iota // the state is cell: lock-free, dropped by retiring the cell
-	fLockFree             // alg has a lock-free form, decided under the shard's read lock
+	fCell     = 1 << iota // the state is cell
+	fLockFree             // alg has a lock-free form
 	pinStep               // one request at the owner
 )
 

@@ -6,14 +6,46 @@ import (
 	"unsafe"
 )
 
-// EntrySize is the size of a live string key's entry.
-const EntrySize = unsafe.Sizeof(entry[string]{})
+// SlotSize is the size of a slot of a shard's table: all a cell key
+// without an entry costs.
+const SlotSize = unsafe.Sizeof(slot{})
+
+// SlotGap is the least time between two passes of an owner, per slot of
+// its table.
+const SlotGap = slotGap
 
 // IsCell reports whether key is live with a cell for its state.
 func IsCell[K comparable](l *Limiter[K], key K) bool {
 	s, h := l.shard(key)
-	e := s.tab.Load().find(key, h, l.tomb)
-	return e != nil && e.isCell()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sl, tag := s.tab.Load().find(ident(h))
+	switch {
+	case sl == nil:
+		return false
+	case tag&fSide == 0:
+		return true
+	}
+	return s.entryOf(tag).isCell()
+}
+
+// HasEntry reports whether key is live with an entry.
+func HasEntry[K comparable](l *Limiter[K], key K) bool {
+	s, h := l.shard(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sl, tag := s.tab.Load().find(ident(h))
+	return sl != nil && tag&fSide != 0
+}
+
+// Entries returns the entries of every shard, in all.
+func Entries[K comparable](l *Limiter[K]) (n int) {
+	for _, s := range l.shards {
+		s.mu.RLock()
+		n += len(s.side)
+		s.mu.RUnlock()
+	}
+	return n
 }
 
 // Generations returns the generations the shards' cells have started, in
@@ -39,26 +71,57 @@ func WhileLocked[K comparable](l *Limiter[K], key K, f func()) {
 // TableSlots returns the slots of every shard's table, in all.
 func TableSlots[K comparable](l *Limiter[K]) (n int) {
 	for _, s := range l.shards {
+		s.mu.RLock()
 		n += len(s.tab.Load().slots)
+		s.mu.RUnlock()
 	}
 	return n
 }
 
-// WithRetiredHook makes the owners call f with the entry of a cell key
-// right after retiring its cell to drop the key, before they look at its
-// pins: where a caller's pin races the drop.
-func WithRetiredHook(f func(e any)) Option { return optionFunc(func(c *config) { c.retired = f }) }
-
-// Pin pins e as a caller on its way to the owner does, and reports whether
-// it found e gone (the pin then taken back).
-func Pin[K comparable](l *Limiter[K], e any) (gone bool) {
-	en := e.(*entry[K])
-	s, _ := l.shard(en.key)
-	return s.pin(en, time.Time{}, false).verdict == vGone
+// WithRetiredHook makes the owners call f with the slot of a cell key
+// right after retiring its cell to drop the key, under the write lock,
+// before its tag says it is gone: where a caller that found the slot
+// without a lock races the drop.
+func WithRetiredHook(f func(slot any)) Option {
+	return optionFunc(func(c *config) { c.retired = f })
 }
 
-// PinRaw counts a pin on e without looking at its cell: a caller that
-// pinned and saw the cell live just before it was retired.
+// Slot returns the slot of key, a cell key without an entry, as a caller
+// that found it without a lock holds it; nil for any other key.
+func Slot[K comparable](l *Limiter[K], key K) any {
+	s, h := l.shard(key)
+	if sl, tag := s.tab.Load().find(ident(h)); sl != nil && tag&fSide == 0 {
+		return heldSlot[K]{s, sl}
+	}
+	return nil
+}
+
+// DecideOnSlot decides for cost units on the cell of sl, a slot found by
+// Slot, as the fast path does once it has found the key's tag there, and
+// reports whether the cell was open.
+func DecideOnSlot[K comparable](l *Limiter[K], sl any, cost int64) (ok, open bool) {
+	h := sl.(heldSlot[K])
+	d, open := tryCell(h.s.cells(), &h.sl.cell, l.cfg.clock.Now(), cost, false)
+	return d.Allowed, open
+}
+
+// Pin pins e as a caller on its way to the owner does, under the read
+// lock, and reports whether it found e gone (no longer its key's entry:
+// nothing pinned then).
+func Pin[K comparable](l *Limiter[K], e any) (gone bool) {
+	en := e.(*entry[K])
+	s := l.shardOf(en)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.side[ident(en.h)] != en {
+		return true
+	}
+	s.pin(en, time.Time{})
+	return false
+}
+
+// PinRaw counts a pin on e without looking at anything: a caller that
+// pinned it under the lock and is on its way to the owner.
 func PinRaw[K comparable](e any) { e.(*entry[K]).word.Add(pinStep) }
 
 // SendPinned sends the request of a caller that pinned e, for cost, to the
@@ -67,21 +130,31 @@ func SendPinned[K comparable](l *Limiter[K], e any, cost int64) error {
 	return sendPinned(l, e, opTry, cost)
 }
 
+func (l *Limiter[K]) shardOf(e *entry[K]) *shard[K] { return l.shards[e.h&l.mask] }
+
 func sendPinned[K comparable](l *Limiter[K], e any, o op, cost int64) error {
 	en := e.(*entry[K])
-	s, _ := l.shard(en.key)
+	s := l.shardOf(en)
 	c := s.roundTrip(context.Background(), s.newCall(context.Background(), o, en, cost, l.stamp()))
 	_, _, err := s.answer(context.Background(), c, en, cost)
 	return err
 }
 
-// Entry returns key's entry, or nil when the key is not live.
+// Entry returns key's entry, or nil when the key is not live. A cell key
+// without one gets one, as a request for the owner gives it: the owner's
+// next pass gives it back unless it is pinned by then.
 func Entry[K comparable](l *Limiter[K], key K) any {
 	s, h := l.shard(key)
-	if e := s.tab.Load().find(key, h, l.tomb); e != nil {
-		return e
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, tag := s.tab.Load().find(ident(h))
+	switch {
+	case sl == nil:
+		return nil
+	case tag&fSide == 0:
+		return s.promote(sl, h)
 	}
-	return nil
+	return s.entryOf(tag)
 }
 
 // AcquirePinned sends the Acquire of a caller that pinned e, for cost, to
@@ -98,10 +171,15 @@ func FastPath[K comparable](l *Limiter[K], key K) bool {
 	s, h := l.shard(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e := s.tab.Load().find(key, h, l.tomb)
-	if e == nil {
+	sl, tag := s.tab.Load().find(ident(h))
+	switch {
+	case sl == nil:
 		return false
+	case tag&fSide == 0:
+		_, open := tryCell(s.cells(), &sl.cell, l.cfg.clock.Now(), 0, true)
+		return open
 	}
+	e := s.entryOf(tag)
 	w := e.word.Load()
 	if w != fCell && w != fLockFree {
 		return false
@@ -111,16 +189,36 @@ func FastPath[K comparable](l *Limiter[K], key K) bool {
 }
 
 // WithDetachedHook makes the owners call f with the entry of a cell key
-// right after detaching its cell (SetRate), before its flags say it is no
-// longer a cell: where a caller that found it a cell races the change.
+// right after detaching its cell (SetRate), under the write lock, before
+// its flags say it is no longer a cell.
 func WithDetachedHook(f func(e any)) Option { return optionFunc(func(c *config) { c.detached = f }) }
 
-// DecideOnCell decides for cost units on e's cell as the fast path does
-// once it has found the key a cell with nothing pinned, and reports
-// whether the cell was open.
+// DecideOnCell decides for cost units on the cell of e, an entry, as the
+// fast path does once it has found the key a cell with nothing pinned, and
+// reports whether the cell was open.
 func DecideOnCell[K comparable](l *Limiter[K], e any, cost int64) (ok, open bool) {
 	en := e.(*entry[K])
-	s, _ := l.shard(en.key)
-	d, open := s.try(en, true, l.cfg.clock.Now(), cost, false)
+	d, open := l.shardOf(en).try(en, true, l.cfg.clock.Now(), cost, false)
 	return d.Allowed, open
+}
+
+// WithClosedHook makes an Acquire denied on its slot's cell without a lock
+// call f right after it closed the cell's gate, on its own goroutine and
+// before it takes any lock: where it races the callers that come after it.
+func WithClosedHook(f func()) Option { return optionFunc(func(c *config) { c.closed = f }) }
+
+// Gated reports whether key is live with a cell whose gate is closed.
+func Gated[K comparable](l *Limiter[K], key K) bool {
+	s, h := l.shard(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	sl, tag := s.tab.Load().find(ident(h))
+	switch {
+	case sl == nil:
+		return false
+	case tag&fSide == 0:
+		return s.cells().Gated(&sl.cell)
+	}
+	e := s.entryOf(tag)
+	return e.isCell() && s.cells().Gated(&e.cell)
 }

@@ -1,7 +1,8 @@
 package keyed
 
-// The owner's min-heap of keys on their due instant. Each key keeps its
-// index, so that moving or removing it is O(log n) wherever it is.
+// The owner's min-heap of waiting keys on their heads' due instants. Each
+// key keeps its index, so that moving or removing it is O(log n) wherever
+// it is.
 
 func (s *shard[K]) push(e *entry[K]) {
 	e.hidx = int32(len(s.heap))

@@ -56,6 +56,7 @@ type call[K comparable] struct {
 	op         op
 	status     status
 	hasDL      bool
+	closer     bool // an Acquire that closed its key's gate before the owner (see attempt)
 }
 
 func (s *shard[K]) newCall(ctx context.Context, o op, e *entry[K], cost, at int64) *call[K] {
@@ -66,7 +67,7 @@ func (s *shard[K]) newCall(ctx context.Context, o op, e *entry[K], cost, at int6
 	}
 	c.status, c.op, c.e, c.tune = 0, o, e, nil
 	c.node.Cost, c.arrival = cost, at
-	c.hasDL = false
+	c.hasDL, c.closer = false, false
 	if dl, ok := ctx.Deadline(); ok {
 		c.hasDL, c.deadline = true, int64(dl.Sub(s.l.epoch))
 	}

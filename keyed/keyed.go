@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -30,11 +31,13 @@ import (
 // permits.ErrClosed.
 //
 // A key whose state is back to full capacity and that nobody waits on is
-// dropped (within about 10ms of the instant it is full), so memory follows
+// dropped (by its owner's next pass over its table: at the instant for a
+// small table, within about 2µs a slot for a large one), so memory follows
 // the keys in use. When every key has the same GCRA or bucket, a key's
-// state is one word, its entry 48 bytes for a string key, and its fast
-// path takes no lock (see the package doc). A Limiter is safe for
-// concurrent use. Close it when done: it owns its shards' goroutines.
+// state is one word, a key nobody waits on costs a 16-byte slot, and its
+// fast path takes no lock (see the package doc; two keys of one 64-bit
+// hash share a limit). A Limiter is safe for concurrent use. Close it
+// when done: it owns its shards' goroutines.
 type Limiter[K comparable] struct {
 	newAlg func(K) (algorithms.Algorithm, error)
 	cfg    config
@@ -44,7 +47,6 @@ type Limiter[K comparable] struct {
 	mask   uint64
 	once   sync.Once
 
-	tomb    *entry[K] // marks a dropped key's slot in the shards' tables
 	cellCfg atomic.Pointer[cellConfig]
 
 	closed  atomic.Bool
@@ -76,12 +78,11 @@ func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Opt
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1),
-		tomb: new(entry[K])}
+	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1)}
 	l.shards = make([]*shard[K], cfg.shards)
 	for i := range l.shards {
-		s := &shard[K]{l: l, idx: i, wake: make(chan struct{}, 1), done: make(chan struct{})}
-		s.tab.Store(newTable[K](minSlots))
+		s := &shard[K]{l: l, idx: i, wake: make(chan struct{}, 1), done: make(chan struct{}), sw: sweep{due: never, started: math.MinInt64 / 2}}
+		s.tab.Store(newTable(minSlots))
 		l.shards[i] = s
 		labels := pprof.Labels("sluice.limiter", cfg.name, "sluice.shard", strconv.Itoa(i))
 		go pprof.Do(context.Background(), labels, func(context.Context) { s.loop() })
@@ -173,7 +174,9 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 	if !a.now.IsZero() {
 		at = int64(a.now.Sub(l.epoch)) // the fast path's reading: its arrival
 	}
-	c := s.roundTrip(ctx, s.newCall(ctx, opAcquire, a.e, cost, at))
+	c := s.newCall(ctx, opAcquire, a.e, cost, at)
+	c.closer = a.closed
+	c = s.roundTrip(ctx, c)
 	return s.answer(ctx, c, a.e, cost)
 }
 

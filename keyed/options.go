@@ -18,6 +18,7 @@ type config struct {
 	idle     time.Duration // how long a key stays full before it is dropped
 	retired  func(e any)   // tests only (export_test.go): called right after the owner retires a cell
 	detached func(e any)   // tests only: called right after the owner detaches a cell, before the key's flags change
+	closed   func()        // tests only: called right after an Acquire closes its slot's gate without a lock, before any lock
 }
 
 func defaults() config {
@@ -48,13 +49,17 @@ func WithMaxWait(d time.Duration) Option { return optionFunc(func(c *config) { c
 func WithMaxQueue(n int) Option { return optionFunc(func(c *config) { c.maxQueue = n }) }
 
 // WithIdleTimeout keeps a key whose state is full again for about d more
-// before it is dropped: the owner looks at a key d after the instant it
-// said it would be full, and drops it if it is full then (0, the default:
-// at that instant, within about 10ms). A client whose
-// requests come further apart than its state takes to refill makes a new
-// key for each of them (its constructor's algorithm, and an entry of 48
-// bytes for a cell key); a timeout of a second or so keeps such keys for a
-// little more memory. A negative d is invalid.
+// before it is dropped: a pass of the owner drops a key full since d ago
+// (0, the default: full at the pass; a pass comes at the instant for a
+// small table, within about 2µs per slot of the table for a large one). A
+// client whose requests come further apart than its state takes to refill
+// makes a new key for each of them (its constructor's algorithm, and a
+// 16-byte slot for a cell key); a timeout of a second or so keeps such
+// keys for a little more memory. A cell key remembers since when it has
+// been full no further back than its shard's cells count (half a
+// generation's range at least: about a second at the finest rates, days or
+// decades at common ones), and counts as idle for any d once full since
+// before that. A negative d is invalid.
 func WithIdleTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.idle = d }) }
 
 // WithClock replaces package time, for simulations that drive time

@@ -9,13 +9,13 @@ import (
 	"github.com/sluicehq/sluice/scheduler"
 )
 
-// shard owns a share of the keys: their table, their waiters and one
-// timer. The table is read without a lock by the fast path and changed
-// under the write lock (a new key by its first caller, a dropped one by the
-// owner). The read lock is taken by the fast path of keys whose state is
-// not a cell, which the owner drops under the write lock. Everything marked
-// owner below is touched by the owner goroutine only, so none of it needs a
-// lock.
+// shard owns a share of the keys: their table, their entries, their
+// waiters and one timer. The table is read without a lock by the fast path
+// and changed under the write lock (a new key by its first caller, a
+// dropped one by the owner). The read lock is taken by the fast path of
+// keys with an entry, which the owner drops, demotes and changes under the
+// write lock. Everything marked owner below is touched by the owner
+// goroutine only, so none of it needs a lock.
 type shard[K comparable] struct {
 	granted, rejected, canceled atomic.Uint64
 	_                           [40]byte // the counters' own cache line
@@ -23,21 +23,21 @@ type shard[K comparable] struct {
 	l     *Limiter[K]
 	idx   int
 	mu    sync.RWMutex
-	tab   atomic.Pointer[table[K]]
-	live  int         // under mu: the keys in tab
-	tombs int         // under mu: tab's slots of dropped keys
-	born  []*entry[K] // under mu: keys made since the owner last looked
+	tab   atomic.Pointer[table]
+	live  int                  // under mu: the keys in tab
+	tombs int                  // under mu: tab's slots of dropped keys
+	side  map[uint64]*entry[K] // under mu: the keys with an entry, by tag (see entry)
 
 	inbox    atomic.Pointer[call[K]]
 	cancels  atomic.Pointer[call[K]]
-	bornFlag atomic.Bool
+	bornFlag atomic.Bool // keys were made since the owner last looked
 	wake     chan struct{}
 	done     chan struct{}
 	calls    sync.Pool
 
 	// owner
-	heap     []*entry[K] // min-heap on due: waiting keys and idle keys to look at again
-	doomed   []*entry[K] // keys found full, to drop under the write lock
+	heap     []*entry[K] // min-heap on due: the waiting keys
+	sw       sweep       // the passes over the table that drop the keys back at full capacity
 	timer    Timer
 	armed    bool
 	armedAt  int64
@@ -46,10 +46,11 @@ type shard[K comparable] struct {
 	cellGen  uint64              // the generation of the shard's cells that every cell is in
 }
 
-// recheck is the least time between two looks at a key that is still in
-// use: a key whose state is full again later than it said is dropped at
-// most this long after, and a key busy at a fast rate costs its owner at
-// most this many wake-ups.
+// recheck is the least time between two passes of the owner over its
+// table (see sweep), and between two looks at a key with a request at the
+// owner: a key full again is dropped at most about this long after the
+// instant it is (longer for a large table), and a shard costs its owner at
+// most about a hundred passes a second.
 const recheck = 10 * time.Millisecond
 
 // now reads the owner's clock as ns on the timeline, never earlier than a
@@ -100,19 +101,12 @@ func (s *shard[K]) loop() {
 	}
 }
 
-// adopt puts the keys made since the last look in the heap, to be looked
-// at now: the decision their first caller made under the write lock is in
+// adopt has the owner sweep soon after keys were made, so that it learns
+// when they will be full: the decision their first caller made is in
 // their state already.
 func (s *shard[K]) adopt(now int64) {
-	if !s.bornFlag.Swap(false) {
-		return
-	}
-	s.mu.Lock()
-	born := s.born
-	s.born = nil
-	s.mu.Unlock()
-	for _, e := range born {
-		s.watch(e, now)
+	if s.bornFlag.Swap(false) {
+		s.soon(now)
 	}
 }
 
@@ -124,16 +118,28 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		return
 	}
 	w := e.waiters()
+	// With nobody waiting, a closed gate is that of an Acquire denied
+	// before its key's promotion, on its way here (see attempt), unless it
+	// is c's own: held keeps it closed, and c's answer reopens it.
+	held := w == nil && !c.closer && s.held(e)
 	if capacity := s.capacity(e); c.node.Cost > capacity {
 		// The caller checked the cost against the capacity it read; a
 		// SetBurst handled just before this request may have lowered it.
 		s.reply(c, stTooLarge, capacity)
 		if w == nil {
-			s.watch(e, now)
+			s.leave(e, held, now)
 		}
 		return
 	}
 	try := c.op == opTry
+	if try && held {
+		// Behind that Acquire, as if it were queued already.
+		wait, _ := s.cells().WaitBehindAt(&e.cell, s.l.t(now), c.node.Cost)
+		c.remaining, c.reset = 0, int64(wait)
+		s.refuse(c, stLimited, int64(wait))
+		s.settle(e, now)
+		return
+	}
 	at := min(c.arrival, now) // none is in the future
 	if w != nil {
 		at = min(max(at, w.arrived), now) // arrivals keep their order in time
@@ -145,7 +151,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		d := s.allow(e, at, cost, !try) // a waiter closes the fast path
 		if d.Allowed {
 			s.grant(c, at, d)
-			s.watch(e, now)
+			s.leave(e, held, now)
 			return
 		}
 		c.remaining, c.reset = d.Remaining, s.l.ns(d.ResetAt)-now
@@ -196,6 +202,17 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	}
 	// Refused on a queue that stayed empty: the denial may have closed the
 	// gate, which nobody waiting must leave closed.
+	s.leave(e, held, now)
+}
+
+// leave is for a key whose queue stayed empty through a request: its gate
+// is reopened (quiet) unless held, closed for another Acquire on its way
+// here (see handle), whose own answer reopens it.
+func (s *shard[K]) leave(e *entry[K], held bool, now int64) {
+	if held {
+		s.settle(e, now)
+		return
+	}
 	s.quiet(e, now)
 }
 
@@ -256,14 +273,14 @@ func (s *shard[K]) grantDue(e *entry[K], at int64) {
 }
 
 // quiet is for a key whose queue is empty: it reopens the fast path and
-// drops the queue, and the owner looks at the key next at now.
+// drops the queue, and the owner looks at the key at its next pass.
 func (s *shard[K]) quiet(e *entry[K], now int64) {
 	s.openGate(e)
 	e.setWaiters(nil)
-	s.watch(e, now)
+	s.settle(e, now)
 }
 
-// watch makes the owner look at e next at due.
+// watch makes the owner grant e's head next at due: e has waiters.
 func (s *shard[K]) watch(e *entry[K], due int64) {
 	e.due = due
 	if e.hidx < 0 {
@@ -273,11 +290,30 @@ func (s *shard[K]) watch(e *entry[K], due int64) {
 	}
 }
 
-// schedule grants every due head, looks at every key due, drops the keys
-// found full, keeps the one timer armed for the next due instant and
-// returns the channel to wait on. The clock is read again after every
-// pass, so a slow pass never makes a grant later than the moment the owner
-// is free again, and the timer is armed from a fresh reading.
+// settle is for a key that nobody waits on and that the owner has just
+// served or changed: out of the heap, its entry given back at once if it
+// is a cell key with nothing at the owner (so that its fast path is
+// lock-free again), and looked at by the next pass, from now (the pass
+// learns when it will be full, and gives back the entries settle could
+// not).
+func (s *shard[K]) settle(e *entry[K], now int64) {
+	s.remove(e)
+	e.fullAt = 0
+	if e.isCell() && !e.busy() {
+		s.mu.Lock()
+		if sl, tag := s.tab.Load().find(ident(e.h)); sl != nil && tag&fSide != 0 && s.entryOf(tag) == e && !e.busy() {
+			s.demote(sl, e)
+		}
+		s.mu.Unlock()
+	}
+	s.soon(now)
+}
+
+// schedule grants every due head, sweeps when a pass is due, keeps the
+// one timer armed for the next due instant and returns the channel to wait
+// on. The clock is read again after every pass over the heap, so a slow
+// pass never makes a grant later than the moment the owner is free again,
+// and the timer is armed from a fresh reading.
 func (s *shard[K]) schedule(now int64) <-chan time.Time {
 	for {
 		s.runDue(now)
@@ -288,9 +324,12 @@ func (s *shard[K]) schedule(now int64) <-chan time.Time {
 		}
 		now = fresh
 	}
-	s.evict(now)
-	var wake int64
-	if len(s.heap) > 0 {
+	s.sweep(now)
+	if c := cap(s.heap); c >= shrinkFrom && len(s.heap) <= c/4 {
+		s.heap = append(make([]*entry[K], 0, 2*len(s.heap)), s.heap...)
+	}
+	wake := s.nextPass()
+	if len(s.heap) > 0 && (wake == 0 || s.heap[0].due < wake) {
 		wake = s.heap[0].due
 	}
 	s.arm(wake, now)
@@ -300,125 +339,39 @@ func (s *shard[K]) schedule(now int64) <-chan time.Time {
 	return s.timer.C()
 }
 
-// runDue serves every key due by now: a waiting key's due heads are
-// granted; an idle key is dropped if its state is full, else looked at
-// again when it says it will be (and not sooner than recheck).
+// runDue grants the due heads of every waiting key due by now.
 func (s *shard[K]) runDue(now int64) {
 	for len(s.heap) > 0 && s.heap[0].due <= now {
 		e := s.heap[0]
-		if w := e.waiters(); w != nil {
-			wake := w.q.Grant(now, keyOwner[K]{s, e})
-			switch {
-			case w.q.Len() == 0:
-				s.quiet(e, now)
-			case wake == 0: // waits for an event, which no rate algorithm does
-				s.remove(e)
-			default:
-				w.publish(wake)
-				s.watch(e, wake)
-			}
+		w := e.waiters()
+		if w == nil {
+			s.settle(e, now) // cannot happen: a key leaves the heap with its last waiter
 			continue
 		}
-		if e.busy() {
-			s.remove(e) // its request's answer puts it back
-			continue
+		wake := w.q.Grant(now, keyOwner[K]{s, e})
+		switch {
+		case w.q.Len() == 0:
+			s.quiet(e, now)
+		case wake == 0: // waits for an event, which no rate algorithm does
+			s.remove(e)
+		default:
+			w.publish(wake)
+			s.watch(e, wake)
 		}
-		if again, full := s.full(e, now); !full {
-			s.watch(e, max(again, now+int64(recheck)))
-			continue
-		}
-		s.remove(e)
-		s.doomed = append(s.doomed, e)
 	}
 }
 
-// full reports whether e's state is back to full capacity at now (its
-// ResetAt has come), and if not when the owner should look again: the
-// instant it will be full plus WithIdleTimeout, so that a key is dropped
-// only once it has stayed full that long since the owner last found it in
-// use. A key changed by SetRate or SetBurst counts as full no sooner than
-// its keep instant. A decision for cost 0 changes nothing and, on the
-// lock-free form, is safe beside fast-path callers.
-func (s *shard[K]) full(e *entry[K], now int64) (again int64, ok bool) {
+// full returns the instant e's state is full again (its ResetAt: now if
+// it is), and for a key changed by SetRate or SetBurst no sooner than its
+// keep instant. A decision for cost 0 changes
+// nothing and, on the lock-free form, is safe beside fast-path callers.
+func (s *shard[K]) full(e *entry[K], now int64) int64 {
 	d := s.allow(e, now, 0, false)
 	reset := s.l.ns(d.ResetAt)
 	if x := e.x.Load(); x != nil {
 		reset = max(reset, x.keep)
 	}
-	return reset + int64(s.l.cfg.idle), reset <= now
-}
-
-// evictBatch bounds how many keys the owner drops under one hold of the
-// write lock, so that the fast path of the shard's other keys waits at
-// most that long.
-const evictBatch = 256
-
-// evict drops the keys found full, under the write lock (see drop), and
-// their next caller makes a new one. A key that was used since it was
-// found full goes back to the heap.
-func (s *shard[K]) evict(now int64) {
-	for len(s.doomed) > 0 {
-		batch := s.doomed[max(len(s.doomed)-evictBatch, 0):]
-		s.mu.Lock()
-		for _, e := range batch {
-			if e.busy() || e.waiters() != nil {
-				continue // its request's answer, or its queue, puts it back
-			}
-			if s.drop(e, now) {
-				s.delete(e)
-				s.l.keys.Add(-1)
-			}
-		}
-		s.shrink()
-		s.mu.Unlock()
-		clear(batch)
-		s.doomed = s.doomed[:len(s.doomed)-len(batch)]
-	}
-	if c := cap(s.heap); c >= shrinkFrom && len(s.heap) <= c/4 {
-		s.heap = append(make([]*entry[K], 0, 2*len(s.heap)), s.heap...)
-	}
-	if cap(s.doomed) >= shrinkFrom {
-		s.doomed = nil
-	}
-}
-
-// drop takes e out of use if its state is full at now and reports whether
-// it did; the caller holds the write lock and removes e from the table. A
-// key found in use goes back to the heap.
-//
-// A key that is not a cell key is found, decided on and pinned only under
-// the read lock, so one found unpinned and full here has nothing in flight
-// on it. A cell key is decided on and pinned without a lock, so it is
-// dropped by retiring its cell: in the word the fast path decides on, in
-// one atomic step, only if the cell is full. A decision made before has
-// left it less than full (or retiring fails); one made after finds it
-// retired and looks for the key again, under the write lock held here.
-// The pins are looked at after retiring, and callers pin before they look
-// at the cell (attempt's pin), so a request that saw the cell live is seen
-// here and the cell revived: full, as it was.
-func (s *shard[K]) drop(e *entry[K], now int64) bool {
-	if !e.isCell() {
-		if again, full := s.full(e, now); !full {
-			s.watch(e, max(again, now+int64(recheck)))
-			return false
-		}
-		return true
-	}
-	cells := s.cells()
-	if !cells.Retire(&e.cell, s.l.t(now)) {
-		again, _ := s.full(e, now)
-		s.watch(e, max(again, now+int64(recheck)))
-		return false
-	}
-	if hook := s.l.cfg.retired; hook != nil {
-		hook(e)
-	}
-	if e.busy() {
-		cells.Revive(&e.cell)
-		s.watch(e, now+int64(recheck)) // and its request's answer puts it back
-		return false
-	}
-	return true
+	return reset
 }
 
 // shrinkFrom is the size from which the owner gives back the memory of a
@@ -453,13 +406,13 @@ func (s *shard[K]) shutdown() {
 	}
 	s.armed = false
 	s.mu.RLock()
-	s.each(func(e *entry[K]) {
+	for _, e := range s.side {
 		if w := e.waiters(); w != nil {
 			for n := w.q.PopFront(); n != nil; n = w.q.PopFront() {
 				s.reply(n.Value, stClosed, 0)
 			}
 		}
-	})
+	}
 	s.mu.RUnlock()
 	cancels, arrivals := s.take()
 	for c := arrivals; c != nil; {

@@ -69,25 +69,30 @@ func (l *Limiter[K]) cellsFor(alg algorithms.Algorithm, now time.Time) *cellConf
 // cells returns the shard's Cells; only for a shard with cell keys.
 func (s *shard[K]) cells() *algorithms.Cells { return s.l.cellCfg.Load().cells[s.idx] }
 
-// newEntry makes key's entry with the state alg starts with, at now.
-func (s *shard[K]) newEntry(key K, alg algorithms.Algorithm, now time.Time) *entry[K] {
-	e := &entry[K]{key: key, hidx: -1}
-	if c := s.l.cellsFor(alg, now); c != nil && c.cells[s.idx].Adopt(&e.cell, alg, now) {
-		e.word.Store(fCell)
-		return e
+// newKey adds the key of hash h, whose state alg starts with at now, to
+// the table, and returns its slot and tag: a cell key's alone (the zero
+// cell is full, as alg is), any other key's with its entry. Under the
+// write lock.
+func (s *shard[K]) newKey(h uint64, alg algorithms.Algorithm, now time.Time) (*slot, uint64) {
+	id := ident(h)
+	var probe algorithms.Cell
+	if c := s.l.cellsFor(alg, now); c != nil && c.cells[s.idx].Adopt(&probe, alg, now) {
+		return s.insert(id), id
 	}
+	e := &entry[K]{h: h, hidx: -1}
 	e.x.Store(&extra[K]{alg: alg})
 	if g, ok := alg.(algorithms.Gated); ok && g.LockFree() {
 		e.word.Store(fLockFree)
 	}
-	return e
+	s.addSide(id, e)
+	return s.insert(id | fSide), id | fSide
 }
 
 // template returns an algorithm that tells e's capacity and rate, for
 // Quota: the key's own, or the one the cell configuration was learned
-// from.
+// from (also for a nil e: a cell key without an entry).
 func (s *shard[K]) template(e *entry[K]) algorithms.Algorithm {
-	if e.isCell() {
+	if e == nil || e.isCell() {
 		return s.l.cellCfg.Load().tmpl
 	}
 	return e.alg()
@@ -115,18 +120,14 @@ func (s *shard[K]) allow(e *entry[K], at, cost int64, closeGate bool) algorithms
 	return e.alg().AllowAt(t, cost)
 }
 
-// try is the fast path's decision on a lock-free state, from any
-// goroutine: on e's cell when cell is true (what the caller found), else
-// on its algorithm; the whole decision with full, the lean one otherwise.
-// open is false when the gate is closed (or the cell retired or detached,
-// or now beyond what its cells count yet); nothing changed then.
+// try is the fast path's decision on the lock-free state of e: its cell
+// when cell is true (what the caller found), else its algorithm; the
+// whole decision with full, the lean one otherwise. open is false when the
+// gate is closed (or the cell retired, or now beyond what its cells count
+// yet); nothing changed then.
 func (s *shard[K]) try(e *entry[K], cell bool, now time.Time, cost int64, full bool) (d algorithms.Decision, open bool) {
 	if cell {
-		if full {
-			return s.cells().TryAllowAt(&e.cell, now, cost)
-		}
-		ok, retry, open := s.cells().TryAdmitAt(&e.cell, now, cost)
-		return algorithms.Decision{Allowed: ok, RetryAt: now.Add(retry)}, open
+		return tryCell(s.cells(), &e.cell, now, cost, full)
 	}
 	g := e.alg().(algorithms.Gated)
 	if full {
@@ -135,6 +136,31 @@ func (s *shard[K]) try(e *entry[K], cell bool, now time.Time, cost int64, full b
 	ok, retry, open := g.TryAdmitAt(now, cost)
 	return algorithms.Decision{Allowed: ok, RetryAt: now.Add(retry)}, open
 }
+
+// tryCell is try on cell, a slot's or an entry's, from any goroutine.
+func tryCell(cells *algorithms.Cells, cell *algorithms.Cell, now time.Time, cost int64, full bool) (algorithms.Decision, bool) {
+	if full {
+		return cells.TryAllowAt(cell, now, cost)
+	}
+	ok, retry, open := cells.TryAdmitAt(cell, now, cost)
+	return algorithms.Decision{Allowed: ok, RetryAt: now.Add(retry)}, open
+}
+
+// closeCell is tryCell that closes the gate of cell on a denial, in the
+// same CAS: for an Acquire denied without a lock (see attempt).
+func closeCell(cells *algorithms.Cells, cell *algorithms.Cell, now time.Time, cost int64, full bool) (algorithms.Decision, bool) {
+	if full {
+		return cells.TryAllowOrCloseAt(cell, now, cost)
+	}
+	ok, retry, open := cells.TryAdmitOrCloseAt(cell, now, cost)
+	return algorithms.Decision{Allowed: ok, RetryAt: now.Add(retry)}, open
+}
+
+// held reports whether e, which nobody waits on, is a cell key whose gate
+// an Acquire denied before its promotion closed (see attempt): one still
+// on its way to the owner, who reopens the gate when it answers it.
+// Owner only.
+func (s *shard[K]) held(e *entry[K]) bool { return e.isCell() && s.cells().Gated(&e.cell) }
 
 // openGate reopens the fast path of a key whose queue is empty.
 func (s *shard[K]) openGate(e *entry[K]) {
@@ -164,11 +190,17 @@ func (s *shard[K]) clone(e *entry[K]) (algorithms.Algorithm, bool) {
 // ticks (2^30 per ns), every eighteen years at 100 per minute.
 func (s *shard[K]) refreshCells(c *algorithms.Cells, gen uint64) {
 	s.mu.Lock()
-	s.each(func(e *entry[K]) {
+	t := s.tab.Load()
+	for i := range t.slots {
+		if sl := &t.slots[i]; sl.tag.Load()&(fSide|tagLive) == tagLive {
+			c.Refresh(&sl.cell)
+		}
+	}
+	for _, e := range s.side {
 		if e.isCell() {
 			c.Refresh(&e.cell)
 		}
-	})
+	}
 	s.cellGen = gen
 	s.mu.Unlock()
 }

@@ -62,13 +62,18 @@ type admission struct {
 // goroutine that keeps to the same pauses.
 func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit func(key int) (burst int64, rate float64),
 	beside func(l *keyed.Limiter[int], keys int, rng *rand.Rand, pause func(*rand.Rand) bool)) {
-	const keys = 8
+	hammerKeys(t, 8, newAlg, limit, beside)
+}
+
+// hammerKeys is hammer over the given number of keys.
+func hammerKeys(t *testing.T, keys int, newAlg func(int) (algorithms.Algorithm, error), limit func(key int) (burst int64, rate float64),
+	beside func(l *keyed.Limiter[int], keys int, rng *rand.Rand, pause func(*rand.Rand) bool)) {
 	var made atomic.Int64
 	l := newLimiter(t, func(k int) (algorithms.Algorithm, error) {
 		made.Add(1)
 		return newAlg(k)
 	}, keyed.WithShards(2))
-	var granted [keys]atomic.Int64
+	granted := make([]atomic.Int64, keys)
 	start := time.Now()
 	// pause makes every goroutine pause for 25ms every 40ms, so that every
 	// key goes idle and is dropped, and some pause at random besides; it
@@ -149,7 +154,7 @@ func hammer(t *testing.T, newAlg func(int) (algorithms.Algorithm, error), limit 
 		bound := burst + int64(elapsed.Seconds()*rate)
 		assert.LessOrEqual(t, n, bound, "key %d over %v", k, elapsed)
 	}
-	require.Greater(t, total, int64(keys*100), "the run made progress")
+	require.Greater(t, total, int64(min(keys, 8)*100), "the run made progress")
 	require.Greater(t, made.Load(), int64(keys*3), "keys were dropped and remade")
 	st := l.Stats()
 	assert.Equal(t, uint64(total), st.Granted)

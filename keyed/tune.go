@@ -109,14 +109,12 @@ func (s *shard[K]) tune(c *call[K]) {
 			s.watch(e, due)
 		}
 	}
-	if e.waiters() == nil && e.hidx < 0 {
-		// Out of the heap while pinned (runDue): back in it, to be looked
-		// at now. A key still in it keeps its look: a change that failed
-		// does not hasten its drop, and one that succeeded counts from
+	s.reply(c, stGranted, 0) // first: settle gives a cell key's entry back only once nothing of it is at the owner
+	if e.waiters() == nil {
+		// Looked at by the next pass: a change that succeeded counts from
 		// keep (see shard.full).
-		s.watch(e, now)
+		s.settle(e, now)
 	}
-	s.reply(c, stGranted, 0)
 }
 
 // retune changes e's algorithm; a cell key first gets one of its own. A

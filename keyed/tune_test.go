@@ -260,36 +260,54 @@ func TestRefusalsAreRetryLater(t *testing.T) {
 	})
 }
 
-// A caller that found a key a cell, without a lock, may decide on it or
-// pin it while the owner detaches it for SetRate. From the detach on, the
-// cell decides nothing (its admissions before are in the key's new GCRA:
-// algorithms' TestDetachIsOneStepWithTheFastPath), and a pin without a
-// lock sees it out of use, before the key's flags change and after, and
-// looks again under the write lock, where it finds the key whole.
+// SetRate on a cell key first gives the key an entry, moving its cell out
+// of the slot (a caller that found the slot without a lock then finds it
+// retired and looks again), and then detaches the entry's cell into a
+// GCRA, under the write lock, which every decision on an entry's cell
+// holds the lock against. From the detach on, the cell decides nothing
+// (its admissions before are in the key's new GCRA: algorithms'
+// TestDetachIsOneStepWithTheFastPath), and the key keeps the units the
+// cell had left.
 func TestACallerOnADetachedCellLooksAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var lim atomic.Pointer[keyed.Limiter[string]]
-		type seen struct{ open, gone bool }
-		hooked := make(chan seen, 1)
+		hooked := make(chan bool, 1)
 		l := newLimiter(t, gcraPer[string](algorithms.PerSecond(10), 3), keyed.WithDetachedHook(func(e any) {
 			_, open := keyed.DecideOnCell(lim.Load(), e, 1)
-			hooked <- seen{open, keyed.Pin(lim.Load(), e)}
+			hooked <- open
 		}))
 		lim.Store(l)
 		_, err := l.TryAcquire("k", 1)
 		require.NoError(t, err)
-		e := keyed.Entry(l, "k")
+		stale := keyed.Slot(l, "k")
 		require.NoError(t, l.SetRate("k", algorithms.PerSecond(10)))
-		got := <-hooked
-		assert.False(t, got.open, "the detached cell decides nothing")
-		assert.True(t, got.gone, "a pin without a lock looks again, before the flags change")
-		assert.True(t, keyed.Pin(l, e), "and after")
-		assert.Same(t, e, keyed.Entry(l, "k"), "the same key, with an algorithm of its own")
-		for range 2 {
-			_, err = l.TryAcquire("k", 1)
-			require.NoError(t, err, "the two units the cell had left")
-		}
+		assert.False(t, <-hooked, "the detached cell decides nothing")
+		_, open := keyed.DecideOnSlot(l, stale, 1)
+		assert.False(t, open, "nor the slot the cell left")
+		assert.False(t, keyed.IsCell(l, "k"), "an algorithm of its own")
+		e := keyed.Entry(l, "k")
+		require.False(t, keyed.Pin(l, e), "a pin under the lock finds the key whole")
+		require.NoError(t, keyed.SendPinned(l, e, 1), "the first of the two units the cell had left")
+		_, err = l.TryAcquire("k", 1)
+		require.NoError(t, err, "the second")
 		_, err = l.TryAcquire("k", 1)
 		assert.ErrorIs(t, err, permits.ErrRateLimited)
+	})
+}
+
+// A SetRate that fails on a cell key gives the entry it made back as it
+// answers, not at the owner's next pass: the owner settles the key after
+// the reply has taken its pin back.
+func TestAFailedSetRateGivesTheCellKeysEntryBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, gcraPer[string](algorithms.PerSecond(10), 2), keyed.WithShards(1))
+		_, err := l.TryAcquire("k", 1)
+		require.NoError(t, err)
+		synctest.Wait() // the owner's pass for the new key: the next is 10ms away
+		require.ErrorIs(t, l.SetRate("k", algorithms.Rate{Count: -1, Per: time.Second}), algorithms.ErrInvalidConfig)
+		synctest.Wait()
+		assert.True(t, keyed.IsCell(l, "k"))
+		assert.False(t, keyed.HasEntry(l, "k"), "the entry went back with the answer")
+		assert.True(t, keyed.FastPath(l, "k"))
 	})
 }
