@@ -267,6 +267,12 @@ func (e *engine) round(b *batch, first *request) {
 	if first != nil {
 		e.arrive(first, now)
 	}
+	e.intake(cancels, arrivals, now)
+}
+
+// intake takes in the requests taken from the inbox, then the
+// cancellations.
+func (e *engine) intake(cancels, arrivals *request, now int64) {
 	for r := arrivals; r != nil; {
 		next := r.next
 		e.arrive(r, now)
@@ -344,16 +350,7 @@ const regather = 2
 func (e *engine) regather(now int64) {
 	runtime.Gosched()
 	cancels, arrivals := e.take()
-	for r := arrivals; r != nil; {
-		next := r.next
-		e.arrive(r, now)
-		r = next
-	}
-	for r := cancels; r != nil; {
-		next := r.cancelNext
-		e.cancel(r, now)
-		r = next
-	}
+	e.intake(cancels, arrivals, now)
 }
 
 // arm keeps the one timer armed for wake (0: none), from now.

@@ -55,11 +55,7 @@ local key = KEYS[1]
 local P, C = tonumber(ARGV[1]), tonumber(ARGV[2])
 local tauW, tauF = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = tonumber(ARGV[5])
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
+` + luaNow + `
 -- a / b for integers below 2^53: the float quotient may round, so correct it.
 local function divmod(a, b)
   local q = math.floor(a / b)
@@ -68,18 +64,7 @@ local function divmod(a, b)
   return q, r
 end
 
-local cur = redis.call('GET', key)
-local tw, tf, seq, top = now, 0, 0, 0
-if cur then
-  local w, f, n, m = string.match(cur, '^(%d+):(%d+):(%d+):(%d+)$')
-  if not w then return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice TAT') end
-  tw, tf, seq, top = tonumber(w), tonumber(f), tonumber(n), tonumber(m)
-else
-  cur = ''
-end
--- A TAT in the past is idle time, which is never banked.
-if tw < now then tw, tf = now, 0 end
-
+` + luaReadTAT + `
 local changed, gave = false, 0
 if ARGV[6] ~= '' and string.match(cur, '^%d+:%d+:%d+') == ARGV[6] then
   -- Nothing was written since the caller's admissions: take them back,
@@ -157,21 +142,9 @@ local key = KEYS[1]
 local C = tonumber(ARGV[1])
 local tauW, tauF = tonumber(ARGV[2]), tonumber(ARGV[3])
 local now = tonumber(ARGV[4])
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+` + luaNow + `
 local mw, iw, ifr = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local cur = redis.call('GET', key)
-local tw, tf, seq, top = now, 0, 0, 0
-if cur then
-  local w, f, n, m = string.match(cur, '^(%d+):(%d+):(%d+):(%d+)$')
-  if not w then return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice TAT') end
-  tw, tf, seq, top = tonumber(w), tonumber(f), tonumber(n), tonumber(m)
-else
-  cur = ''
-end
-if tw < now then tw, tf = now, 0 end
+` + luaReadTAT + `
 local sw, sf = tw + iw - tauW, tf + ifr - tauF
 if sf < 0 then sw, sf = sw - 1, sf + C elseif sf >= C then sw, sf = sw + 1, sf - C end
 if sf > 0 then sw = sw + 1 end
@@ -191,3 +164,27 @@ var leanSHA = func() string {
 	h := sha1.Sum([]byte(leanScript))
 	return hex.EncodeToString(h[:])
 }()
+
+// The scripts' common parts. luaNow reads Redis TIME into now, as integer
+// µs, unless the caller gave the instant (tests that drive time).
+const luaNow = `if now == 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+`
+
+// luaReadTAT reads a GCRA key's value "W:F:N:M" into the TAT tw (whole µs)
+// and tf (ticks), the write count seq and the latest TAT top; cur is the
+// value as read ("" for no key). A TAT in the past is idle time, which is
+// never banked: it reads as now.
+const luaReadTAT = `local cur = redis.call('GET', key)
+local tw, tf, seq, top = now, 0, 0, 0
+if cur then
+  local w, f, n, m = string.match(cur, '^(%d+):(%d+):(%d+):(%d+)$')
+  if not w then return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice TAT') end
+  tw, tf, seq, top = tonumber(w), tonumber(f), tonumber(n), tonumber(m)
+else
+  cur = ''
+end
+if tw < now then tw, tf = now, 0 end
+`

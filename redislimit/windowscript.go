@@ -75,10 +75,7 @@ if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local L, W = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
-if now == 0 then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+` + luaNow + `
 local function str(x) return string.format('%d', x) end
 
 local m = redis.call('HMGET', key, 'e', 'lo', 'hi', 'tot', 'last', 't', 'hold')
