@@ -168,6 +168,23 @@ func AcquirePinned[K comparable](l *Limiter[K], e any, cost int64) error {
 // caller's goroutine now: the key is live with a lock-free state, nothing
 // of it is at the owner, and its gate is open.
 func FastPath[K comparable](l *Limiter[K], key K) bool {
+	return locate(l, key, func(s *shard[K], sl *slot, e *entry[K]) bool {
+		if e == nil {
+			_, open := tryCell(s.cells(), &sl.cell, l.cfg.clock.Now(), 0, true)
+			return open
+		}
+		w := e.word.Load()
+		if w != fCell && w != fLockFree {
+			return false
+		}
+		_, open := s.try(e, w == fCell, l.cfg.clock.Now(), 0, true)
+		return open
+	})
+}
+
+// locate finds key under its shard's read lock and reports f of its slot
+// (a cell key without an entry) or of its entry; false when it is not live.
+func locate[K comparable](l *Limiter[K], key K, f func(s *shard[K], sl *slot, e *entry[K]) bool) bool {
 	s, h := l.shard(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -176,16 +193,9 @@ func FastPath[K comparable](l *Limiter[K], key K) bool {
 	case sl == nil:
 		return false
 	case tag&fSide == 0:
-		_, open := tryCell(s.cells(), &sl.cell, l.cfg.clock.Now(), 0, true)
-		return open
+		return f(s, sl, nil)
 	}
-	e := s.entryOf(tag)
-	w := e.word.Load()
-	if w != fCell && w != fLockFree {
-		return false
-	}
-	_, open := s.try(e, w == fCell, l.cfg.clock.Now(), 0, true)
-	return open
+	return f(s, nil, s.entryOf(tag))
 }
 
 // WithDetachedHook makes the owners call f with the entry of a cell key
@@ -209,16 +219,10 @@ func WithClosedHook(f func()) Option { return optionFunc(func(c *config) { c.clo
 
 // Gated reports whether key is live with a cell whose gate is closed.
 func Gated[K comparable](l *Limiter[K], key K) bool {
-	s, h := l.shard(key)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sl, tag := s.tab.Load().find(ident(h))
-	switch {
-	case sl == nil:
-		return false
-	case tag&fSide == 0:
-		return s.cells().Gated(&sl.cell)
-	}
-	e := s.entryOf(tag)
-	return e.isCell() && s.cells().Gated(&e.cell)
+	return locate(l, key, func(s *shard[K], sl *slot, e *entry[K]) bool {
+		if e == nil {
+			return s.cells().Gated(&sl.cell)
+		}
+		return e.isCell() && s.cells().Gated(&e.cell)
+	})
 }
