@@ -280,7 +280,7 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 					refused++
 					continue
 				}
-				if at != got.codes[i] {
+				if at != got.codes[i] { // the model's admissions, to read the failure by
 					for _, e := range m.events {
 						t.Logf("event %+v (at +%d)", *e, e.at-t0)
 					}
