@@ -33,7 +33,10 @@ import (
 // their instants locally, on the owner's one timer; a waiter that gives up
 // hands its reservation on, or gives it back. Across processes,
 // admissions follow one another in time: a request never passes a
-// reservation any process holds.
+// reservation any process holds. A reservation moves earlier when what
+// was settled or given back since, by any process, made room sooner: each
+// call the owner makes for the key asks for the reservations it holds.
+// Pause holds every process sharing the window.
 //
 // Redis keeps one hash field per admission still in the window (about 40
 // bytes each), and a call's work grows with the admissions that must
