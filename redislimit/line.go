@@ -25,6 +25,9 @@ type keyState struct {
 	// Redis µs, and the offset that maps Redis µs to local ns.
 	tat pair
 	off int64
+	// hold is a window's latest Pause, local ns: no slot before it is
+	// dealt or granted here.
+	hold int64
 }
 
 // slot is capacity Redis admitted at one instant for this process: a
@@ -134,9 +137,11 @@ func (e *engine) reassign(ks *keyState, now int64) {
 		}
 		for j < len(ks.slots) {
 			s := ks.slots[j]
-			// A window's slot is one event, which settles for one holder.
+			// A window's slot is one event, which settles for one holder,
+			// and no slot before its pause goes to a waiter that does not
+			// hold it already (holdBack sends those again).
 			if !s.giving && !s.used && (!s.moving || s == r.slot) && s.left >= r.cost && (s.at >= now || s == r.slot) &&
-				(r.op != opTry || s.at <= now) && (e.win == nil || s.holders == 0) {
+				(r.op != opTry || s.at <= now) && (e.win == nil || s.holders == 0 && (s.at >= ks.hold || s == r.slot)) {
 				break // a TryAcquire takes only room that is due now: it never waits
 			}
 			j++

@@ -373,7 +373,25 @@ func (e *engine) moved(kc *keyCall, codes []int64) {
 		}
 	}
 	if len(kc.moves) > 0 {
+		e.holdBack(ks)  // a Pause may have come while they moved
 		e.markTimed(ks) // the timer, disarmed while they moved, is armed again
+	}
+}
+
+// holdBack sends again the waiters of a window's key holding slots before
+// its pause: their slots go back to the window (unheld, and never dealt
+// again: reassign skips slots before the hold), and they are admitted
+// anew, in their places in the line, after the pause, which the same call
+// stores first. A slot moving waits for its answer (moved).
+func (e *engine) holdBack(ks *keyState) {
+	for _, r := range ks.line {
+		if r.phase != phReserved || r.slot.moving || r.slot.at >= ks.hold {
+			continue
+		}
+		r.slot.holders--
+		r.slot, r.phase, r.waited = nil, phPending, true
+		ks.pending++
+		e.markReady(ks)
 	}
 }
 

@@ -367,3 +367,26 @@ func TestWindowMovesAReservationEarlierWhenAnotherProcessSettles(t *testing.T) {
 		assert.Equal(t, uint64(1), b.Stats().Moved)
 	})
 }
+
+func TestWindowPauseSendsBackTheReservationsItCovers(t *testing.T) {
+	inBubble(t, func(t *testing.T, c *redis.Client) {
+		w := vwindow(t, c, "paused-waiters", algorithms.Rate{Count: 4, Per: time.Second})
+		begin := time.Now()
+		_, err := w.TryAcquire(4)
+		require.NoError(t, err)
+		first := start(begin, func() error { _, err := w.Acquire(context.Background(), 2); return err })
+		synctest.Wait()
+		second := start(begin, func() error { _, err := w.Acquire(context.Background(), 2); return err })
+		synctest.Wait() // both reserved at 1s
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, w.Pause(begin.Add(1500*time.Millisecond)))
+		a, b := <-first, <-second
+		require.NoError(t, a.err)
+		require.NoError(t, b.err)
+		assert.Equal(t, 1500*time.Millisecond, a.at, "not at its reservation, 1s, inside the pause")
+		assert.Equal(t, 1500*time.Millisecond, b.at)
+		assert.Equal(t, uint64(4), w.Stats().GivenBack, "both reservations went back")
+		_, err = w.TryAcquire(1)
+		assert.Error(t, err, "4 admitted at 1.5s fill the window")
+	})
+}
