@@ -285,6 +285,7 @@ type answer struct {
 	gave  bool  // a GCRA's give-back was applied
 	epoch int64 // a window's epoch
 	first int64 // a window's first new event
+	hold  int64 // a window's pause, Redis µs (0: none)
 	codes []int64
 	err   error
 }

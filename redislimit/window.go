@@ -320,6 +320,15 @@ func (ks *keyState) unheld() []*slot {
 // give-backs, and returns the codes of its requests.
 func (e *engine) settled(kc *keyCall) []int64 {
 	ks := kc.ks
+	if kc.hold > 0 {
+		// A pause, this process's or another's: the reservations held
+		// here that fall inside it go back (holdBack); this call's own
+		// admissions are after it.
+		if at := ks.off + kc.hold*1000; at > ks.hold {
+			ks.hold = at
+			e.holdBack(ks)
+		}
+	}
 	for _, r := range kc.pauses {
 		e.finish(r, stRefunded, 0, nil)
 	}

@@ -390,3 +390,23 @@ func TestWindowPauseSendsBackTheReservationsItCovers(t *testing.T) {
 		assert.Error(t, err, "4 admitted at 1.5s fill the window")
 	})
 }
+
+func TestWindowPauseReachesAnotherProcessReservationsWithItsNextCall(t *testing.T) {
+	inBubble(t, func(t *testing.T, c *redis.Client) {
+		limit := algorithms.Rate{Count: 4, Per: time.Second}
+		a, b := vwindow(t, c, "paused-elsewhere", limit), vwindow(t, c, "paused-elsewhere", limit)
+		begin := time.Now()
+		_, err := a.TryAcquire(4)
+		require.NoError(t, err)
+		first := start(begin, func() error { _, err := b.Acquire(context.Background(), 2); return err })
+		synctest.Wait() // b's reservation at 1s
+		time.Sleep(100 * time.Millisecond)
+		require.NoError(t, a.Pause(begin.Add(1500*time.Millisecond))) // a got a 429
+		second := start(begin, func() error { _, err := b.Acquire(context.Background(), 1); return err })
+		f, s := <-first, <-second
+		require.NoError(t, f.err)
+		require.NoError(t, s.err)
+		assert.Equal(t, 1500*time.Millisecond, f.at, "b learned of the pause with its next call")
+		assert.Equal(t, 1500*time.Millisecond, s.at)
+	})
+}

@@ -60,10 +60,11 @@ import (
 //	         shortens one before. It is the field "hold", and the key
 //	         lives until it is over.
 //
-// The reply is {now, epoch, first, s1, ..., m1, ..., r1, ...}: the instant
-// decided at (never before the one of the call before); the key's epoch;
-// the id of the first event this call made (the admitted requests have
-// first, first+1, ... in order); for each settlement 1 (applied), 2
+// The reply is {now, epoch, first, hold, s1, ..., m1, ..., r1, ...}: the
+// instant decided at (never before the one of the call before); the key's
+// epoch; the id of the first event this call made (the admitted requests
+// have first, first+1, ... in order); the pause's end in µs (0: none), so
+// that every process learns of a pause with its next call; for each settlement 1 (applied), 2
 // (nothing to apply: the event has left the window or belongs to another
 // epoch) or 0 (refused: settled before); for each move the reservation's
 // new instant, or 0 if it stays; and for each request its admission
@@ -113,7 +114,7 @@ while lo <= hi do
   lo = lo + 1
 end
 
-local out = {now, ep, hi + 1}
+local out = {now, ep, hi + 1, hold}
 local relast = false
 for sep, id, amt, fin in string.gmatch(ARGV[4], '(%d+):(%d+):(%d+):([01])') do
   local res = 2
@@ -253,18 +254,19 @@ func readWindow(c *redis.Cmd, s, n int) answer {
 	if err != nil {
 		return answer{err: err}
 	}
-	if len(res) != 3+s+n {
+	if len(res) != 4+s+n {
 		return answer{err: fmt.Errorf("redislimit: malformed reply of %d values for %d settlements and moves and %d requests", len(res), s, n)}
 	}
 	a := answer{codes: make([]int64, s+n)}
-	var ok [3]bool
+	var ok [4]bool
 	a.now, ok[0] = res[0].(int64)
 	a.epoch, ok[1] = res[1].(int64)
 	a.first, ok[2] = res[2].(int64)
-	if !ok[0] || !ok[1] || !ok[2] {
-		return answer{err: fmt.Errorf("redislimit: malformed reply %v", res[:3])}
+	a.hold, ok[3] = res[3].(int64)
+	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
+		return answer{err: fmt.Errorf("redislimit: malformed reply %v", res[:4])}
 	}
-	for i, v := range res[3:] {
+	for i, v := range res[4:] {
 		x, ok := v.(int64)
 		if !ok {
 			return answer{err: fmt.Errorf("redislimit: malformed reply value %v", v)}

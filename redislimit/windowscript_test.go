@@ -26,6 +26,7 @@ type wscript struct {
 
 type wreply struct {
 	now, epoch, first     int64
+	hold                  int64
 	settles, moves, codes []int64
 }
 
@@ -54,8 +55,8 @@ func (s wscript) run(now int64, settles, moves string, reqs []wreq, hold int64) 
 	res, err := cmd.Slice()
 	require.NoError(s.t, err)
 	n, m := strings.Count(settles, ":")/3, strings.Count(moves, ":")
-	r := wreply{now: res[0].(int64), epoch: res[1].(int64), first: res[2].(int64)}
-	for i, v := range res[3:] {
+	r := wreply{now: res[0].(int64), epoch: res[1].(int64), first: res[2].(int64), hold: res[3].(int64)}
+	for i, v := range res[4:] {
 		switch {
 		case i < n:
 			r.settles = append(r.settles, v.(int64))
@@ -229,6 +230,9 @@ func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 			}
 			got := s.run(now, strings.Join(settles, ","), strings.Join(moves, ","), reqs, pause)
 			require.Equal(t, now, got.now, "the instant decided at")
+			if alive || pause > 0 {
+				require.Equal(t, m.hold, got.hold, "the pause")
+			}
 			where := fmt.Sprintf("seed %d step %d at +%d µs", seed, step, now-t0)
 
 			// The settlements, against the model.
