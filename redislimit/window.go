@@ -198,13 +198,15 @@ func (w *Window) settlement(g permits.Grant, o op, actual int64) (*request, bool
 // what an API that answers 429 with Retry-After asks of all its clients
 // (httplimit.Transport pauses the parts of its limiter that are Pausers,
 // this one included). A later pause extends it, an earlier one does not
-// shorten it. Reservations made before it keep their instants: they were
-// admitted, and a grant delayed past its instant could be used after the
-// window has let it go. until is taken at Redis's clock through the offset
-// the key's latest call measured (the local wall clock before any call).
-// Pause waits for Redis's answer; it fails with permits.ErrClosed once the
-// Window is closed, and with an error matching ErrUnavailable when Redis
-// cannot be asked. An until already past changes nothing.
+// shorten it. The reservations this process holds inside the pause go
+// back to the window and their waiters are admitted anew after it, in
+// their places in the line; another process does the same with its next
+// call for the key, whose answer carries the pause. until is taken at
+// Redis's clock through the offset the key's latest call measured (the
+// local wall clock before any call). Pause waits for Redis's answer; it
+// fails with permits.ErrClosed once the Window is closed, and with an
+// error matching ErrUnavailable when Redis cannot be asked. An until
+// already past changes nothing.
 func (w *Window) Pause(until time.Time) error {
 	if w.e.closed.Load() {
 		return permits.ErrClosed
