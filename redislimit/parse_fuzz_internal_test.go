@@ -8,8 +8,8 @@ import (
 
 // FuzzParseValue feeds parseValue what a key could hold (the limiter
 // reads the value every call returns): it never panics, accepts exactly
-// four fields that are 64-bit decimal integers, and what it accepts holds the fields
-// it was given.
+// four fields that are 64-bit decimal integers, and what it accepts holds
+// the fields it was given.
 func FuzzParseValue(f *testing.F) {
 	for _, s := range []string{"", "1:0:1:1", "1796083200000000:2:17:1796083200000001", "1:2:3", "1:2:3:4:5", "a:b:c:d", "-1:0:0:0", ":::", "99999999999999999999:0:0:0"} {
 		f.Add(s)
