@@ -303,3 +303,35 @@ func TestServerRestartMidRun(t *testing.T) {
 	assert.Greater(t, sum.granted, 400)
 	t.Logf("granted %d, unavailable %d", sum.granted, sum.unavailable)
 }
+
+// A lone caller's call (the direct path) times out at its own deadline,
+// however long ago the timer that keeps it was armed, and again on the
+// next call: the caller itself returns only when go-redis does, but the
+// owner takes the state and answers for it at the deadline.
+func TestALoneCallersSlowCallTimesOutAtItsDeadline(t *testing.T) {
+	s := redistest.Test(t)
+	c := s.Client(t)
+	admin := s.Client(t)
+	ctx := context.Background()
+	const timeout = 150 * time.Millisecond
+	l := newLimiter(t, c, "lone-slow", algorithms.PerSecond(1000), 100, redislimit.WithCallTimeout(timeout), redislimit.WithProbeInterval(0))
+	_, err := l.TryAcquire(1) // arms the timer
+	require.NoError(t, err)
+	time.Sleep(timeout / 2)
+	for round := range 2 {
+		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 1000, "WRITE").Err())
+		begin := time.Now()
+		done := make(chan error, 1)
+		go func() { _, err := l.TryAcquire(1); done <- err }()
+		for l.Stats().Unavailable != uint64(round+1) && time.Since(begin) < 900*time.Millisecond {
+			time.Sleep(time.Millisecond)
+		}
+		took := time.Since(begin)
+		assert.GreaterOrEqual(t, took, timeout, "round %d: not at the deadline of the call that armed the timer", round)
+		assert.Less(t, took, 900*time.Millisecond, "round %d: answered before Redis did", round)
+		require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+		var te *redislimit.TimeoutError
+		require.ErrorAs(t, <-done, &te, "round %d", round)
+	}
+	assert.Equal(t, uint64(3), l.Stats().Direct, "every call went the direct path")
+}
