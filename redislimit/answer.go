@@ -97,6 +97,9 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 		}
 	}
 	if e.win != nil {
+		// A pause that came while the call was under way: Redis did not
+		// know of it, and may have admitted this call's requests before it.
+		e.holdBack(ks)
 		return
 	}
 	// One call's admissions lie one right behind the other, the last
@@ -163,6 +166,7 @@ func (e *engine) failed(kc *keyCall) {
 	}
 	if !unknown && len(kc.moves) > 0 {
 		e.markTimed(ks) // the slots stayed where they were: due at their instants
+		e.holdBack(ks)  // unless a pause came while they moved
 	}
 	if unknown && len(kc.moves) > 0 {
 		// A reservation may have moved earlier: granting it at its old

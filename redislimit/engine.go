@@ -384,7 +384,7 @@ func (e *engine) arrive(r *request, now int64) {
 	case opRefund, opSettle, opPause:
 		if r.op == opPause {
 			r.actual = e.redisMicros(ks, r.until)
-			ks.hold = max(ks.hold, int64(r.until.Sub(e.epoch)))
+			ks.hold = max(ks.hold, r.actual)
 			e.holdBack(ks)
 		}
 		ks.refunds = append(ks.refunds, r)

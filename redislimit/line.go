@@ -25,8 +25,8 @@ type keyState struct {
 	// Redis µs, and the offset that maps Redis µs to local ns.
 	tat pair
 	off int64
-	// hold is a window's latest Pause, local ns: no slot before it is
-	// dealt or granted here.
+	// hold is a window's latest pause, in Redis µs: no slot Redis
+	// admitted before it is dealt or granted here (holdBack).
 	hold int64
 }
 
@@ -132,6 +132,12 @@ func (e *engine) reassign(ks *keyState, now int64) {
 	for _, r := range ks.line {
 		if stopped || r.phase == phInflight {
 			stopped = true
+			if r.phase == phReserved {
+				// Behind the stop, a waiter keeps its own slot: its
+				// count must say so, or another could be dealt it.
+				r.slot.left -= r.cost
+				r.slot.holders++
+			}
 			kept = append(kept, r)
 			continue
 		}
@@ -141,7 +147,7 @@ func (e *engine) reassign(ks *keyState, now int64) {
 			// and no slot before its pause goes to a waiter that does not
 			// hold it already (holdBack sends those again).
 			if !s.giving && !s.used && (!s.moving || s == r.slot) && s.left >= r.cost && (s.at >= now || s == r.slot) &&
-				(r.op != opTry || s.at <= now) && (e.win == nil || s.holders == 0 && (s.at >= ks.hold || s == r.slot)) {
+				(r.op != opTry || s.at <= now) && (e.win == nil || s.holders == 0 && (s.red >= ks.hold || s == r.slot)) {
 				break // a TryAcquire takes only room that is due now: it never waits
 			}
 			j++

@@ -199,9 +199,11 @@ func (w *Window) settlement(g permits.Grant, o op, actual int64) (*request, bool
 // (httplimit.Transport pauses the parts of its limiter that are Pausers,
 // this one included). A later pause extends it, an earlier one does not
 // shorten it. The reservations this process holds inside the pause go
-// back to the window and their waiters are admitted anew after it, in
-// their places in the line; another process does the same with its next
-// call for the key, whose answer carries the pause. until is taken at
+// back to the window and their waiters are admitted anew after it (behind
+// this process's waiters that hold reservations after the pause or are in
+// a call under way, which Redis admits before them anyway); another
+// process does the same with its next call for the key, whose answer
+// carries the pause. until is taken at
 // Redis's clock through the offset the key's latest call measured (the
 // local wall clock before any call). Pause waits for Redis's answer; it
 // fails with permits.ErrClosed once the Window is closed, and with an
@@ -322,17 +324,11 @@ func (ks *keyState) unheld() []*slot {
 // give-backs, and returns the codes of its requests.
 func (e *engine) settled(kc *keyCall) []int64 {
 	ks := kc.ks
-	if kc.hold > 0 {
-		// A pause, this process's or another's: the reservations held
-		// here that fall inside it go back (holdBack); this call's own
-		// admissions are after it.
-		if at := ks.off + kc.hold*1000; at > ks.hold {
-			ks.hold = at
-			e.holdBack(ks)
-		}
-	}
 	for _, r := range kc.pauses {
 		e.finish(r, stRefunded, 0, nil)
+	}
+	if kc.hold > ks.hold {
+		ks.hold = kc.hold // a pause, this process's or another's: see holdBack
 	}
 	for i, r := range kc.settles {
 		st := stKept
@@ -389,21 +385,42 @@ func (e *engine) moved(kc *keyCall, codes []int64) {
 	}
 }
 
-// holdBack sends again the waiters of a window's key holding slots before
-// its pause: their slots go back to the window (unheld, and never dealt
-// again: reassign skips slots before the hold), and they are admitted
-// anew, in their places in the line, after the pause, which the same call
-// stores first. A slot moving waits for its answer (moved).
+// holdBack sends again the waiters of a window's key holding slots that
+// Redis admitted before its pause (this process's Pause, or one a reply
+// told of): their slots go back to the window (unheld, and never dealt
+// again: reassign skips slots before the hold), and they are admitted anew
+// after the pause. A slot moving waits for its answer (moved). The line is
+// then put back in the order reassign and grantDue rely on: waiters
+// holding slots, then those in the call under way, then those to send,
+// each in FIFO order; so a waiter sent again goes behind this process's
+// waiters that hold reservations after the pause or are in a call under
+// way, which Redis admits before it anyway.
 func (e *engine) holdBack(ks *keyState) {
+	moved := false
 	for _, r := range ks.line {
-		if r.phase != phReserved || r.slot.moving || r.slot.at >= ks.hold {
+		if r.phase != phReserved || r.slot.moving || r.slot.red >= ks.hold {
 			continue
 		}
 		r.slot.holders--
 		r.slot, r.phase, r.waited = nil, phPending, true
 		ks.pending++
-		e.markReady(ks)
+		moved = true
 	}
+	if !moved {
+		return
+	}
+	rank := func(r *request) int {
+		switch r.phase {
+		case phReserved:
+			return 0
+		case phInflight:
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(ks.line, func(a, b *request) int { return rank(a) - rank(b) })
+	e.markReady(ks)
+	e.markDirty(ks) // the slots sent back are given back with the next call
 }
 
 var (
