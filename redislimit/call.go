@@ -114,13 +114,7 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 		if r.phase != phPending || r.state.Load() != rqWaiting {
 			continue // a request whose caller gave up is dropped by its cancellation
 		}
-		mw := e.maxWait(r, now)
-		if len(kc.reqs) > 0 {
-			buf = append(buf, ',')
-		}
-		buf = strconv.AppendInt(buf, r.cost, 10)
-		buf = append(buf, ':')
-		buf = strconv.AppendInt(buf, mw, 10)
+		buf = appendEntry(buf, r.cost, e.maxWait(r, now))
 		r.phase = phInflight
 		ks.pending--
 		kc.reqs = append(kc.reqs, r)
@@ -137,6 +131,21 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 	}
 	ks.inflight = true
 	return kc
+}
+
+// appendEntry appends one entry of a script's list argument to buf:
+// "a:b:...", after a comma unless it is the first.
+func appendEntry(buf []byte, fields ...int64) []byte {
+	if len(buf) > 0 {
+		buf = append(buf, ',')
+	}
+	for i, f := range fields {
+		if i > 0 {
+			buf = append(buf, ':')
+		}
+		buf = strconv.AppendInt(buf, f, 10)
+	}
+	return buf
 }
 
 // gcraArgs completes a GCRA's call: one give-back at most, a Refund's or

@@ -3,7 +3,6 @@ package redislimit
 import (
 	"context"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -246,19 +245,11 @@ func (w *Window) Stats() Stats { return w.e.stats() }
 func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	var buf []byte
 	entry := func(ep, id, amount int64, final bool) {
-		if len(buf) > 0 {
-			buf = append(buf, ',')
-		}
-		buf = strconv.AppendInt(buf, ep, 10)
-		buf = append(buf, ':')
-		buf = strconv.AppendInt(buf, id, 10)
-		buf = append(buf, ':')
-		buf = strconv.AppendInt(buf, amount, 10)
+		fin := int64(0)
 		if final {
-			buf = append(buf, ":1"...)
-		} else {
-			buf = append(buf, ":0"...)
+			fin = 1
 		}
+		buf = appendEntry(buf, ep, id, amount, fin)
 	}
 	hold := int64(0)
 	for _, r := range ks.refunds {
@@ -292,12 +283,7 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		if s.holders > 0 && !s.used && !s.giving && s.at > now+2*e.rtt {
 			s.moving = true
 			kc.moves = append(kc.moves, s)
-			if len(buf) > 0 {
-				buf = append(buf, ',')
-			}
-			buf = strconv.AppendInt(buf, s.ep, 10)
-			buf = append(buf, ':')
-			buf = strconv.AppendInt(buf, s.id, 10)
+			buf = appendEntry(buf, s.ep, s.id)
 		}
 	}
 	kc.args = []any{e.args[0], e.args[1], "0", settles, reqs, string(buf), hold}
