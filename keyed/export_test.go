@@ -16,17 +16,7 @@ const SlotGap = slotGap
 
 // IsCell reports whether key is live with a cell for its state.
 func IsCell[K comparable](l *Limiter[K], key K) bool {
-	s, h := l.shard(key)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	sl, tag := s.tab.Load().find(ident(h))
-	switch {
-	case sl == nil:
-		return false
-	case tag&fSide == 0:
-		return true
-	}
-	return s.entryOf(tag).isCell()
+	return locate(l, key, func(_ *shard[K], _ *slot, e *entry[K]) bool { return e == nil || e.isCell() })
 }
 
 // HasEntry reports whether key is live with an entry.
