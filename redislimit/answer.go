@@ -98,7 +98,8 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 	}
 	if e.win != nil {
 		// A pause that came while the call was under way: Redis did not
-		// know of it, and may have admitted this call's requests before it.
+		// know of it, and may have admitted this call's requests (and moved
+		// its reservations) before it.
 		e.holdBack(ks)
 		return
 	}

@@ -366,8 +366,10 @@ func (e *engine) moved(kc *keyCall, codes []int64) {
 		}
 	}
 	if len(kc.moves) > 0 {
-		e.holdBack(ks)  // a Pause may have come while they moved
-		e.markTimed(ks) // the timer, disarmed while they moved, is armed again
+		// The timer, disarmed while they moved, is armed again; a pause
+		// that came meanwhile is answered's to apply (holdBack), once for
+		// the whole call.
+		e.markTimed(ks)
 	}
 }
 
