@@ -86,15 +86,11 @@ for c, mw in string.gmatch(ARGV[9], '(%d+):(%-?%d+)') do
     out[#out + 1] = 0
   else
     -- c fits from T = TAT + c·P - tau, rounded up to whole µs.
-    local sw, sf = tw + iw - tauW, tf + ifr - tauF
-    if sf < 0 then sw, sf = sw - 1, sf + C elseif sf >= C then sw, sf = sw + 1, sf - C end
-    if sf > 0 then sw = sw + 1 end
-    local at = math.max(sw, now)
+` + luaFitAt + `
     if mw >= 0 and at - now > mw then
       out[#out + 1] = now - at
     else
-      tw, tf = tw + iw, tf + ifr
-      if tf >= C then tw, tf = tw + 1, tf - C end
+` + luaAdvance + `
       out[#out + 1] = at
       changed = true
     end
@@ -106,12 +102,7 @@ if changed then
   -- a give-back moved it back. Its write count then outlives every value
   -- it held, and a key made after it expired starts beyond all of them, so
   -- no value ever repeats.
-  local up = tw
-  if tf > 0 then up = up + 1 end
-  top = math.max(top, up)
-  seq = seq + 1
-  cur = string.format('%d:%d:%d:%d', tw, tf, seq, top)
-  redis.call('SET', key, cur, 'PX', math.ceil((top - now) / 1000))
+` + luaWriteTAT + `
 end
 out[2] = cur
 return out
@@ -145,19 +136,9 @@ local now = tonumber(ARGV[4])
 ` + luaNow + `
 local mw, iw, ifr = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 ` + luaReadTAT + `
-local sw, sf = tw + iw - tauW, tf + ifr - tauF
-if sf < 0 then sw, sf = sw - 1, sf + C elseif sf >= C then sw, sf = sw + 1, sf - C end
-if sf > 0 then sw = sw + 1 end
-local at = math.max(sw, now)
+` + luaFitAt + `
 if mw >= 0 and at - now > mw then return {now, cur, 0, now - at} end
-tw, tf = tw + iw, tf + ifr
-if tf >= C then tw, tf = tw + 1, tf - C end
-local up = tw
-if tf > 0 then up = up + 1 end
-top = math.max(top, up)
-cur = string.format('%d:%d:%d:%d', tw, tf, seq + 1, top)
-redis.call('SET', key, cur, 'PX', math.ceil((top - now) / 1000))
-return {now, cur, 0, at}
+` + luaAdvance + luaWriteTAT + `return {now, cur, 0, at}
 `
 
 var leanSHA = func() string {
@@ -187,4 +168,28 @@ else
   cur = ''
 end
 if tw < now then tw, tf = now, 0 end
+`
+
+// luaFitAt is the instant at, in whole µs rounded up and no earlier than
+// now, from which a cost whose span is iw µs and ifr ticks fits: the TAT
+// plus the span, less tau.
+const luaFitAt = `local sw, sf = tw + iw - tauW, tf + ifr - tauF
+if sf < 0 then sw, sf = sw - 1, sf + C elseif sf >= C then sw, sf = sw + 1, sf - C end
+if sf > 0 then sw = sw + 1 end
+local at = math.max(sw, now)
+`
+
+// luaAdvance moves the TAT on by the span iw, ifr of an admission.
+const luaAdvance = `tw, tf = tw + iw, tf + ifr
+if tf >= C then tw, tf = tw + 1, tf - C end
+`
+
+// luaWriteTAT writes the key's new value (one more write, the latest TAT
+// it ever held) into cur and sets the key, expiring at that latest TAT.
+const luaWriteTAT = `local up = tw
+if tf > 0 then up = up + 1 end
+top = math.max(top, up)
+seq = seq + 1
+cur = string.format('%d:%d:%d:%d', tw, tf, seq, top)
+redis.call('SET', key, cur, 'PX', math.ceil((top - now) / 1000))
 `
