@@ -2,12 +2,13 @@ package redislimit
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,7 +22,8 @@ type batch struct {
 	keys  []*keyCall
 	s, r  int64        // the local clock just before sending and just after the answer
 	state atomic.Int32 // bPending, then who delivered it (workers.go)
-	timer *time.Timer
+	timer *time.Timer  // a worker's call: its timeout
+	due   time.Time    // a call on the direct path: its deadline
 }
 
 // keyCall is one script call: a key's requests in FIFO order, and perhaps
@@ -107,6 +109,8 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 	}
 	kc := &keyCall{ks: ks}
 	buf := e.scratchB[:0]
+	var cost, mw, run int64 // the run of requests alike not yet written
+	runs := e.win == nil    // the window script reads one entry per request
 	for _, r := range ks.line {
 		if len(kc.reqs) == e.cfg.maxBatch {
 			break
@@ -114,10 +118,18 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 		if r.phase != phPending || r.state.Load() != rqWaiting {
 			continue // a request whose caller gave up is dropped by its cancellation
 		}
-		buf = appendEntry(buf, r.cost, e.maxWait(r, now))
+		w := e.maxWait(r, now)
+		if run > 0 && (!runs || r.cost != cost || w != mw) {
+			buf = appendRun(buf, cost, mw, run)
+			run = 0
+		}
+		cost, mw, run = r.cost, w, run+1
 		r.phase = phInflight
 		ks.pending--
 		kc.reqs = append(kc.reqs, r)
+	}
+	if run > 0 {
+		buf = appendRun(buf, cost, mw, run)
 	}
 	reqs := string(buf)
 	e.scratchB = buf
@@ -148,6 +160,15 @@ func appendEntry(buf []byte, fields ...int64) []byte {
 	return buf
 }
 
+// appendRun appends the entry of n requests alike, "cost:maxwait" or
+// "cost:maxwait:n", to the batch script's list.
+func appendRun(buf []byte, cost, mw, n int64) []byte {
+	if n == 1 {
+		return appendEntry(buf, cost, mw)
+	}
+	return appendEntry(buf, cost, mw, n)
+}
+
 // gcraArgs completes a GCRA's call: one give-back at most, a Refund's or
 // the trailing slots nobody can use.
 func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
@@ -165,13 +186,16 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		give, g = ks.value, ks.tat.sub(kc.give[len(kc.give)-1].start, e.q.c)
 	}
 	if len(kc.reqs) == 1 && len(kc.settles) == 0 && len(kc.give) == 0 {
-		r := kc.reqs[0]
-		inc := e.q.ticks(r.cost)
-		kc.lean = true
-		kc.args = []any{e.args[1], e.args[2], e.args[3], "0", e.maxWait(r, now), inc.w, inc.f}
+		kc.lean, kc.args = true, e.leanArgs(kc.reqs[0], now)
 		return
 	}
-	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.String(), g.w, g.f, reqs}
+	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs}
+}
+
+// leanArgs are the arguments of leanScript for r alone.
+func (e *engine) leanArgs(r *request, now int64) []any {
+	inc := e.q.ticks(r.cost)
+	return []any{e.args[1], e.args[2], e.args[3], "0", e.maxWait(r, now), inc.w, inc.f}
 }
 
 // maxWait is how far ahead Redis may reserve for r, in µs (-1: no limit),
@@ -301,65 +325,114 @@ type answer struct {
 
 // read reads the reply to kc's call.
 func (e *engine) read(c *redis.Cmd, kc *keyCall) answer {
-	if e.win != nil {
+	switch {
+	case e.win != nil:
 		return readWindow(c, len(kc.settles)+len(kc.give)+len(kc.moves), len(kc.reqs))
+	case kc.lean:
+		return readLean(c)
 	}
 	return read(c, len(kc.reqs))
 }
 
-// read reads a GCRA script call's reply for n requests.
-func read(c *redis.Cmd, n int) answer {
-	res, err := c.Slice()
+// readLean reads leanScript's reply: Redis's instant and the request's
+// code, then the key's value, if any.
+func readLean(c *redis.Cmd) answer {
+	v, err := c.Text()
 	if err != nil {
 		return answer{err: err}
 	}
-	if len(res) != 3+n {
-		return answer{err: fmt.Errorf("redislimit: malformed reply of %d values for %d requests", len(res), n)}
+	if len(v) != 16 && len(v) != 16+valueLen {
+		return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
 	}
-	now, ok0 := res[0].(int64)
-	value, ok1 := res[1].(string)
-	gave, ok2 := res[2].(int64)
-	if !ok0 || !ok1 || !ok2 {
-		return answer{err: fmt.Errorf("redislimit: malformed reply %v", res[:3])}
+	now, ok0 := exactInt(v[:8])
+	code, ok1 := exactInt(v[8:16])
+	if !ok0 || !ok1 || now < 0 {
+		return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
 	}
-	a := answer{now: now, gave: gave == 1, codes: make([]int64, n)}
-	if a.value, err = parseValue(value); err != nil {
+	a := answer{now: now, codes: []int64{code}}
+	if a.value, err = parseValue(v[16:]); err != nil {
 		return answer{err: err}
-	}
-	for i, v := range res[3:] {
-		x, ok := v.(int64)
-		if !ok {
-			return answer{err: fmt.Errorf("redislimit: malformed reply value %v", v)}
-		}
-		a.codes[i] = x
 	}
 	return a
 }
 
-// parseValue reads a key's value "W:F:N:M"; "" is no key.
+// exactInt reads 8 bytes as a little-endian float64 that holds an
+// integer of magnitude below 2^53.
+func exactInt(b string) (int64, bool) {
+	x := math.Float64frombits(binary.LittleEndian.Uint64([]byte(b)))
+	if !(x > -maxExact && x < maxExact) || x != math.Trunc(x) {
+		return 0, false
+	}
+	return int64(x), true
+}
+
+// read reads a batch script call's reply for n requests.
+func read(c *redis.Cmd, n int) answer {
+	v, err := c.Text()
+	if err != nil {
+		return answer{err: err}
+	}
+	if rest := len(v) - 16 - 8*n; rest != 0 && rest != valueLen {
+		return answer{err: fmt.Errorf("redislimit: malformed reply of %d bytes for %d requests", len(v), n)}
+	}
+	now, ok0 := exactInt(v[:8])
+	gave, ok1 := exactInt(v[8:16])
+	if !ok0 || !ok1 || now < 0 || gave < 0 || gave > 1 {
+		return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
+	}
+	a := answer{now: now, gave: gave == 1, codes: make([]int64, n)}
+	for i := range a.codes {
+		x, ok := exactInt(v[16+8*i : 24+8*i])
+		if !ok {
+			return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
+		}
+		a.codes[i] = x
+	}
+	if a.value, err = parseValue(v[16+8*n:]); err != nil {
+		return answer{err: err}
+	}
+	return a
+}
+
+// valueLen is the length of a GCRA key's value: W, F, N and M as
+// little-endian float64s (scripts.go).
+const valueLen = 32
+
+// parseValue reads a key's value as a script returned it; "" is no key.
 func parseValue(v string) (ident, error) {
 	if v == "" {
 		return ident{}, nil
 	}
+	if len(v) != valueLen {
+		return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
+	}
 	var n [4]int64
-	rest := v
 	for i := range n {
-		field, tail, more := strings.Cut(rest, ":")
-		x, err := strconv.ParseInt(field, 10, 64)
-		if err != nil || more == (i == len(n)-1) {
+		x, ok := exactInt(v[8*i : 8*i+8])
+		if !ok || x < 0 {
 			return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
 		}
-		n[i], rest = x, tail
+		n[i] = x
 	}
 	return ident{w: n[0], f: n[1], n: n[2], ok: true}, nil
 }
 
-// String is the ident as the script compares it, "W:F:N", or "" for none.
-func (id ident) String() string {
+// packValue is a key's value W, F, N, M as the scripts store it.
+func packValue(w, f, n, m int64) string {
+	b := make([]byte, 0, valueLen)
+	for _, x := range [...]int64{w, f, n, m} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(x)))
+	}
+	return string(b)
+}
+
+// key is the ident as the batch script compares it, the first 24 bytes
+// of the value it names, or "" for none.
+func (id ident) key() string {
 	if !id.ok {
 		return ""
 	}
-	return strconv.FormatInt(id.w, 10) + ":" + strconv.FormatInt(id.f, 10) + ":" + strconv.FormatInt(id.n, 10)
+	return packValue(id.w, id.f, id.n, 0)[:24]
 }
 
 // outcomeUnknown reports whether a failed call may have been applied:

@@ -1,5 +1,7 @@
 package redislimit
 
+import "time"
+
 // The state below the inbox has one holder at a time, named by tok: the
 // owner goroutine, or nobody while the owner sleeps with nothing to do (no
 // waiter, no slot due, no batch under way, no timer armed), or a caller
@@ -27,10 +29,11 @@ package redislimit
 //     stores tokFree and wakes the owner if the inbox holds anything.
 //   - The owner, woken while a caller holds the state, sleeps on its wake
 //     channel until that caller lets go: it never touches the state then.
-//   - A call that outlives WithCallTimeout loses its batch to the timer,
-//     which hands the state to the owner (tokOwner) and delivers the batch
-//     as timed out; the caller, back from go-redis, finds the batch taken
-//     and touches nothing but its own reply.
+//   - A call that outlives WithCallTimeout loses its batch to the owner
+//     (watch), if something woke it meanwhile, or to the caller itself,
+//     back from go-redis: either hands the state to the owner (tokOwner)
+//     and delivers the batch as timed out, and a caller that finds its
+//     batch taken touches nothing but its own reply.
 const (
 	tokOwner int32 = iota
 	tokFree
@@ -77,15 +80,17 @@ func (e *engine) direct(r *request) bool {
 		e.waiting.Add(1)
 	}
 	e.directs.Add(1)
-	e.round(nil, r)
-	if b := e.schedule(true); b != nil {
-		if !e.execInline(b) {
-			return true // the timer took the batch, and the state with it
+	switch e.lone(r) {
+	case loneGone:
+		return true // the batch timed out: the owner has it, and the state
+	case loneNot:
+		e.round(nil, r)
+		if b := e.schedule(true); b != nil {
+			if !e.execInline(b) {
+				return true // as above
+			}
+			e.answer(b)
 		}
-		e.calling.Store(false) // before looking at the inbox below
-		e.busy = nil
-		e.apply(b, e.now())
-		e.schedule(false)
 	}
 	if e.idleState() && !e.closed.Load() {
 		e.tok.Store(tokFree)
@@ -99,9 +104,156 @@ func (e *engine) direct(r *request) bool {
 	return true
 }
 
+// answer applies the answer of the batch a caller made on the direct
+// path, and deals with what it leaves.
+func (e *engine) answer(b *batch) {
+	e.calling.Store(false) // before looking at the inbox (direct)
+	e.busy = nil
+	e.apply(b, e.now())
+	e.schedule(false)
+}
+
+// What lone did.
+const (
+	loneNot  = iota // nothing: the request goes the general way
+	loneDone        // it made r's call and applied the answer
+	loneGone        // it made r's call, which timed out: the owner has it, and the state
+)
+
+// lone makes the call of a lone GCRA request on the direct path, for a key
+// this process holds nothing for (no waiter, no slot, no refund), with
+// the least work on the caller's goroutine: the call is r's alone, and an
+// answer that grants it now or refuses it needs no slot, no line and no
+// timer. A reservation ahead, an error or a timeout goes through apply, as
+// any answer does. On a small machine the caller's Go work around the call
+// runs cold (the goroutine wakes from the network poller after Redis has
+// had the CPU), so every step spared shows in a lone caller's latency.
+func (e *engine) lone(r *request) int {
+	if e.win != nil || e.cancels.Load() != nil || (r.op != opAcquire && r.op != opTry) {
+		return loneNot
+	}
+	now := e.now()
+	ks := e.one
+	if ks == nil {
+		ks = e.keys[r.key]
+	}
+	if ks != nil && !ks.idle() || now < e.downTill {
+		return loneNot
+	}
+	if ks == nil {
+		ks = e.key(r.key)
+	}
+	if e.keep {
+		e.one = ks
+	}
+	r.ks, r.phase = ks, phInflight
+	ks.line = append(ks.line, r)
+	ks.inflight = true
+	if r.op == opAcquire {
+		ks.acquires++
+	}
+	kc := &keyCall{ks: ks, reqs: ks.line[:1:1], lean: true, args: e.loneArgs(r, now)}
+	b := &batch{keys: []*keyCall{kc}}
+	e.busy = b
+	e.calling.Store(true)
+	if !e.execInline(b) {
+		return loneGone
+	}
+	code := int64(0)
+	if kc.err == nil {
+		code = kc.codes[0]
+	}
+	if code == 0 || code > kc.now {
+		e.answer(b) // an error, or a reservation ahead
+		return loneDone
+	}
+	e.calling.Store(false)
+	e.busy = nil
+	e.rtt = max(b.r-b.s, 0)
+	ks.inflight = false
+	clear(ks.line)
+	ks.line = ks.line[:0]
+	ks.left(r)
+	ks.value, ks.tat, ks.off = kc.value, pair{w: kc.value.w, f: kc.value.f}, b.r-kc.now*1000
+	if code < 0 {
+		st := stLimited
+		if r.op == opAcquire && r.dlBound {
+			st = stDeadline
+		}
+		e.finish(r, st, -code*1000, nil)
+	} else {
+		// Granted at Redis's now: due the moment the answer came, as
+		// answered would make its slot.
+		if e.cfg.onGrant != nil {
+			e.cfg.onGrant(code, r.cost)
+		}
+		r.ticket = kc.value
+		e.finish(r, stGranted, ks.off+code*1000, nil)
+	}
+	e.forget(ks)
+	return loneDone
+}
+
+// loneArgs are leanArgs for r, kept from one lone call to the next while
+// the cost and the max wait stay the same, as they do for most callers:
+// go-redis copies a call's arguments before it sends them, and a lone call
+// is the only one the direct path makes at a time.
+func (e *engine) loneArgs(r *request, now int64) []any {
+	mw := e.maxWait(r, now)
+	if e.loneA == nil || r.cost != e.loneCost || mw != e.loneMW {
+		e.loneA, e.loneCost, e.loneMW = e.leanArgs(r, now), r.cost, mw
+	}
+	return e.loneA
+}
+
 // execInline makes b's calls on the calling goroutine and reports whether
 // their answers count: false when WithCallTimeout ran out first, and the
-// timer delivered b to the owner, handing it the state.
+// owner, or the caller itself, delivered b to the owner as timed out,
+// handing it the state.
+//
+// No timer is made for the call: making or resetting one per call wakes
+// an idle P to look at the timers, which on a small machine costs a lone
+// caller more than the rest of its Go work. The owner keeps the deadline
+// instead, and only when it has a reason to be awake (watch): a request
+// arriving meanwhile, or Close. A lone caller is inside go-redis until
+// go-redis returns whatever the timer says, so it checks the deadline
+// itself when it is back.
 func (e *engine) execInline(b *batch) bool {
-	return e.exec(b, true)
+	e.stampArgs(b)
+	b.due = time.Now().Add(e.cfg.callTimeout)
+	e.inline.Store(b)
+	// Anything pushed before the store above found no deadline to watch
+	// if it woke the owner already; what is pushed after it finds one.
+	if e.inbox.Load() != nil || e.closed.Load() {
+		e.kick()
+	}
+	as := e.call(e.ioCtx, b.keys)
+	e.inline.CompareAndSwap(b, nil)
+	if time.Now().After(b.due) {
+		e.timeout(b, true) // unless the owner did
+	}
+	return e.deliver(b, as)
+}
+
+// watch waits, while a caller holds the state, for it to let go, or for
+// the deadline of the call it is making, at which the owner takes the
+// call's batch as timed out and the state with it. Owner only.
+func (e *engine) watch() {
+	b := e.inline.Load()
+	if b == nil || b.state.Load() != bPending {
+		<-e.wake
+		return
+	}
+	d := time.Until(b.due)
+	if d <= 0 {
+		e.timeout(b, true)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-e.wake:
+	case <-t.C:
+		e.timeout(b, true)
+	}
 }

@@ -44,8 +44,9 @@ type engine struct {
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
 
-	tok     atomic.Int32 // who holds the state below (direct.go)
-	calling atomic.Bool  // a batch is under way: its answer makes the owner take the inbox
+	tok     atomic.Int32          // who holds the state below (direct.go)
+	calling atomic.Bool           // a batch is under way: its answer makes the owner take the inbox
+	inline  atomic.Pointer[batch] // the batch a caller on the direct path is making (direct.go)
 	inbox   atomic.Pointer[request]
 	cancels atomic.Pointer[request]
 	wake    chan struct{} // capacity 1
@@ -76,7 +77,11 @@ type engine struct {
 	armed    bool
 	armedAt  int64
 	last     int64
-	rtt      int64 // the latest batch's round trip, ns
+	rtt      int64     // the latest batch's round trip, ns
+	one      *keyState // a Limiter's one key, once lone has seen it
+	loneA    []any     // the latest lone call's arguments (loneArgs)
+	loneCost int64
+	loneMW   int64
 	scratchB []byte
 }
 
@@ -172,7 +177,9 @@ func (e *engine) send(r *request) {
 	// the answer comes. The owner clears calling and then takes the inbox;
 	// the caller pushes and then reads calling: one of them sees the
 	// other. Under load this spares the owner a wake-up per request.
-	if r.op != opAcquire || !e.calling.Load() {
+	// A caller on the direct path is woken for all the same: the owner
+	// keeps the deadline of that caller's call (watch).
+	if r.op != opAcquire || !e.calling.Load() || e.tok.Load() == tokCaller {
 		e.kick()
 	}
 }
@@ -232,7 +239,7 @@ func (e *engine) loop() {
 				e.results <- b
 				b = nil
 			}
-			<-e.wake
+			e.watch()
 		}
 		if b == nil {
 			select {

@@ -34,3 +34,10 @@ var WindowScriptSHA = windowSHA
 func WithGrantHook(f func(redisMicros, cost int64)) Option {
 	return optionFunc(func(c *config) { c.onGrant = f })
 }
+
+// PackValue is a GCRA key's value W, F, N, M as the scripts store it.
+var PackValue = packValue
+
+// ValueKey is the part of a value, W, F and N, that the batch script's
+// give-back compares: its first 24 bytes.
+func ValueKey(w, f, n int64) string { return ident{w: w, f: f, n: n, ok: true}.key() }

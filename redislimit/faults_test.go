@@ -304,10 +304,11 @@ func TestServerRestartMidRun(t *testing.T) {
 	t.Logf("granted %d, unavailable %d", sum.granted, sum.unavailable)
 }
 
-// A lone caller's call (the direct path) times out at its own deadline,
-// however long ago the timer that keeps it was armed, and again on the
-// next call: the caller itself returns only when go-redis does, but the
-// owner takes the state and answers for it at the deadline.
+// A lone caller's slow call (the direct path) fails with a TimeoutError,
+// and counts as consumed, when go-redis gives it back after its deadline.
+// A caller that comes meanwhile wakes the owner, which keeps that deadline:
+// it takes the state from the stuck caller at the deadline, and sends the
+// newcomer's request at once, in a call with a deadline of its own.
 func TestALoneCallersSlowCallTimesOutAtItsDeadline(t *testing.T) {
 	s := redistest.Test(t)
 	c := s.Client(t)
@@ -315,23 +316,41 @@ func TestALoneCallersSlowCallTimesOutAtItsDeadline(t *testing.T) {
 	ctx := context.Background()
 	const timeout = 150 * time.Millisecond
 	l := newLimiter(t, c, "lone-slow", algorithms.PerSecond(1000), 100, redislimit.WithCallTimeout(timeout), redislimit.WithProbeInterval(0))
-	_, err := l.TryAcquire(1) // arms the timer
+	_, err := l.TryAcquire(1)
 	require.NoError(t, err)
-	time.Sleep(timeout / 2)
-	for round := range 2 {
-		require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 1000, "WRITE").Err())
-		begin := time.Now()
-		done := make(chan error, 1)
-		go func() { _, err := l.TryAcquire(1); done <- err }()
-		for l.Stats().Unavailable != uint64(round+1) && time.Since(begin) < 900*time.Millisecond {
-			time.Sleep(time.Millisecond)
-		}
-		took := time.Since(begin)
-		assert.GreaterOrEqual(t, took, timeout, "round %d: not at the deadline of the call that armed the timer", round)
-		assert.Less(t, took, 900*time.Millisecond, "round %d: answered before Redis did", round)
-		require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
-		var te *redislimit.TimeoutError
-		require.ErrorAs(t, <-done, &te, "round %d", round)
+
+	// Alone: the caller finds its deadline passed when go-redis returns.
+	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 400, "WRITE").Err())
+	begin := time.Now()
+	_, err = l.TryAcquire(1)
+	took := time.Since(begin)
+	var te *redislimit.TimeoutError
+	require.ErrorAs(t, err, &te)
+	assert.GreaterOrEqual(t, took, 400*time.Millisecond, "answered before Redis did")
+	assert.Equal(t, uint64(1), l.Stats().Unavailable)
+
+	// With a second caller: the owner times the stuck call out at its deadline.
+	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 1000, "WRITE").Err())
+	begin = time.Now()
+	first := make(chan error, 1)
+	go func() { _, err := l.TryAcquire(1); first <- err }()
+	for l.Stats().Direct != 3 {
+		time.Sleep(time.Millisecond)
 	}
-	assert.Equal(t, uint64(3), l.Stats().Direct, "every call went the direct path")
+	second := make(chan error, 1)
+	go func() { _, err := l.Acquire(ctx, 1); second <- err }() // an Acquire does not wake an owner whose batch is under way
+	for l.Stats().Unavailable != 2 && time.Since(begin) < 900*time.Millisecond {
+		time.Sleep(time.Millisecond)
+	}
+	took = time.Since(begin)
+	assert.GreaterOrEqual(t, took, timeout, "not at the stuck call's deadline")
+	assert.Less(t, took, 900*time.Millisecond, "the owner waited for go-redis")
+	for l.Stats().Unavailable != 3 && time.Since(begin) < 900*time.Millisecond {
+		time.Sleep(time.Millisecond)
+	}
+	assert.Less(t, time.Since(begin), 900*time.Millisecond, "the newcomer's call had no deadline")
+	assert.Equal(t, uint64(3), l.Stats().Direct, "the newcomer went through the owner")
+	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+	require.ErrorAs(t, <-first, &te)
+	require.ErrorAs(t, <-second, &te)
 }

@@ -2,8 +2,8 @@ package redislimit_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
+	"encoding/binary"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -41,7 +41,7 @@ func vlimiter(t *testing.T, c redis.UniversalClient, key string, rate algorithms
 	return l
 }
 
-// value reads a key's value "W:F:N:M" as numbers; ok is false for no key.
+// value reads a GCRA key's value as numbers; ok is false for no key.
 func value(t *testing.T, c redis.UniversalClient, key string) (w, f, n, m int64, ok bool) {
 	t.Helper()
 	v, err := c.Get(context.Background(), key).Result()
@@ -49,14 +49,30 @@ func value(t *testing.T, c redis.UniversalClient, key string) (w, f, n, m int64,
 		return 0, 0, 0, 0, false
 	}
 	require.NoError(t, err)
-	parts := strings.Split(v, ":")
-	require.Len(t, parts, 4, "value %q", v)
-	var x [4]int64
-	for i, p := range parts {
-		x[i], err = strconv.ParseInt(p, 10, 64)
-		require.NoError(t, err, "value %q", v)
-	}
+	x := unpack(t, v)
 	return x[0], x[1], x[2], x[3], true
+}
+
+// unpack reads a value as the scripts store it, four little-endian
+// float64s that hold integers.
+func unpack(t *testing.T, v string) [4]int64 {
+	t.Helper()
+	require.Len(t, v, 32, "value %q", v)
+	return [4]int64(floats(t, v))
+}
+
+// floats reads little-endian float64s that hold integers, as the scripts
+// pack their replies and values.
+func floats(t *testing.T, v string) []int64 {
+	t.Helper()
+	require.Zero(t, len(v)%8, "%q", v)
+	x := make([]int64, len(v)/8)
+	for i := range x {
+		d := math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i:])))
+		require.Equal(t, math.Trunc(d), d, "%q", v)
+		x[i] = int64(d)
+	}
+	return x
 }
 
 // outcome is what an Acquire started by start returned, and when.

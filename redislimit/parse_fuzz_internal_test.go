@@ -1,19 +1,27 @@
 package redislimit
 
 import (
-	"strconv"
-	"strings"
+	"encoding/binary"
+	"math"
 	"testing"
 )
 
 // FuzzParseValue feeds parseValue what a key could hold (the limiter
 // reads the value every call returns): it never panics, accepts exactly
-// four fields that are 64-bit decimal integers, and what it accepts holds
-// the fields it was given.
+// 32 bytes of four float64s that are integers in [0, 2^53), and what it
+// accepts holds the numbers it was given and packs back to itself.
 func FuzzParseValue(f *testing.F) {
-	for _, s := range []string{"", "1:0:1:1", "1796083200000000:2:17:1796083200000001", "1:2:3", "1:2:3:4:5", "a:b:c:d", "-1:0:0:0", ":::", "99999999999999999999:0:0:0"} {
-		f.Add(s)
-	}
+	f.Add("")
+	f.Add(packValue(1, 0, 1, 1))
+	f.Add(packValue(1796083200000000, 2, 17, 1796083200000001))
+	f.Add(packValue(maxExact-1, 0, 0, 0))
+	f.Add("1:0:1:1")
+	f.Add("1796083200000000:2:17:1796083200000001")
+	f.Add(packValue(1, 2, 3, 4)[:31])
+	f.Add(packValue(1, 2, 3, 4) + "x")
+	nan := make([]byte, 32)
+	binary.LittleEndian.PutUint64(nan, math.Float64bits(math.NaN()))
+	f.Add(string(nan))
 	f.Fuzz(func(t *testing.T, v string) {
 		id, err := parseValue(v)
 		if v == "" {
@@ -22,12 +30,14 @@ func FuzzParseValue(f *testing.F) {
 			}
 			return
 		}
-		parts := strings.Split(v, ":")
-		valid := len(parts) == 4
-		for _, p := range parts {
-			if _, e := strconv.ParseInt(p, 10, 64); e != nil {
+		valid := len(v) == valueLen
+		var n [4]int64
+		for i := 0; valid && i < 4; i++ {
+			x := math.Float64frombits(binary.LittleEndian.Uint64([]byte(v[8*i:])))
+			if !(x >= 0 && x < maxExact && x == math.Trunc(x)) {
 				valid = false
 			}
+			n[i] = int64(x)
 		}
 		if valid != (err == nil) {
 			t.Fatalf("%q: error %v, want valid %v", v, err, valid)
@@ -35,12 +45,24 @@ func FuzzParseValue(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var n [3]int64
-		for i := range n {
-			n[i], _ = strconv.ParseInt(parts[i], 10, 64)
-		}
 		if !id.ok || id.w != n[0] || id.f != n[1] || id.n != n[2] {
 			t.Fatalf("%q reads as %+v", v, id)
 		}
+		// -0.0 is an integer in range that packs back as +0.0.
+		if p := packValue(n[0], n[1], n[2], n[3]); p != v && !hasNegativeZero(v) {
+			t.Fatalf("%q packs back as %q", v, p)
+		}
+		if id.key() != packValue(n[0], n[1], n[2], 0)[:24] {
+			t.Fatalf("%q: key %q", v, id.key())
+		}
 	})
+}
+
+func hasNegativeZero(v string) bool {
+	for i := 0; i < 4; i++ {
+		if binary.LittleEndian.Uint64([]byte(v[8*i:])) == 1<<63 {
+			return true
+		}
+	}
+	return false
 }

@@ -64,7 +64,6 @@ type request struct {
 	key        string
 	cost       int64
 	op         op
-	arrival    int64 // the caller's clock when it sent, ns on the timeline
 	cancelAt   int64
 	deadline   int64
 	hasDL      bool
@@ -94,7 +93,7 @@ type ident struct {
 }
 
 func (e *engine) newRequest(ctx context.Context, key string, o op, cost int64) *request {
-	r := &request{reply: make(chan struct{}, 1), key: key, op: o, cost: cost, arrival: e.stamp()}
+	r := &request{reply: make(chan struct{}, 1), key: key, op: o, cost: cost}
 	if dl, ok := ctx.Deadline(); ok {
 		r.hasDL, r.deadline = true, int64(dl.Sub(e.epoch))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -34,17 +36,39 @@ type reply struct {
 func (s script) run(now int64, give string, gw, gf int64, reqs string) reply {
 	s.t.Helper()
 	res, err := s.c.EvalSha(context.Background(), redislimit.ScriptSHA, []string{s.key},
-		s.p, s.cc, s.tauW, s.tauF, now, give, gw, gf, reqs).Slice()
+		s.p, s.cc, s.tauW, s.tauF, now, give, gw, gf, reqs).Text()
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
 		res, err = s.c.Eval(context.Background(), redislimit.Script, []string{s.key},
-			s.p, s.cc, s.tauW, s.tauF, now, give, gw, gf, reqs).Slice()
+			s.p, s.cc, s.tauW, s.tauF, now, give, gw, gf, reqs).Text()
 	}
 	require.NoError(s.t, err)
-	r := reply{now: res[0].(int64), value: res[1].(string), gave: res[2].(int64) == 1}
-	for _, v := range res[3:] {
-		r.codes = append(r.codes, v.(int64))
+	n := requests(s.t, reqs)
+	head := floats(s.t, res[:16+8*n])
+	r := reply{now: head[0], value: res[16+8*n:], gave: head[1] == 1, codes: head[2:]}
+	if r.value != "" {
+		require.Len(s.t, r.value, 32)
 	}
 	return r
+}
+
+// requests counts the requests of a list "cost:maxwait[:n],...".
+func requests(t *testing.T, reqs string) int {
+	t.Helper()
+	n := 0
+	for _, e := range strings.Split(reqs, ",") {
+		if e == "" {
+			continue
+		}
+		f := strings.Split(e, ":")
+		if len(f) == 3 {
+			k, err := strconv.Atoi(f[2])
+			require.NoError(t, err)
+			n += k
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 // t0 is an instant in µs since 1970: 2026-12-01.
@@ -65,7 +89,7 @@ func TestScriptGrantsReservesAndRefusesInOrder(t *testing.T) {
 		0,            // never: 3 is above the burst
 		-200_000,     // refused: allowed 150 ms; the refusal before left the TAT alone
 	}, r.codes)
-	assert.Equal(t, fmt.Sprintf("%d:0:1:%d", t0+300_000, t0+300_000), r.value)
+	assert.Equal(t, redislimit.PackValue(t0+300_000, 0, 1, t0+300_000), r.value)
 
 	// The key expires at its reset time, the TAT, rounded up to the ms.
 	pttl := c.PTTL(context.Background(), "k").Val()
@@ -81,7 +105,7 @@ func TestScriptIsExactAtRatesWithFractionalIntervals(t *testing.T) {
 	// Admissions at 0, ⅓ s, ⅔ s and 1 s, each rounded up to the µs: never
 	// early, and no drift: the fourth is at exactly one second.
 	assert.Equal(t, []int64{t0, t0 + 333_334, t0 + 666_667, t0 + 1_000_000}, r.codes)
-	assert.Equal(t, fmt.Sprintf("%d:1:1:%d", t0+1_333_333, t0+1_333_334), r.value, "TAT 4/3 s ahead: 1 333 333 µs and one tick")
+	assert.Equal(t, redislimit.PackValue(t0+1_333_333, 1, 1, t0+1_333_334), r.value, "TAT 4/3 s ahead: 1 333 333 µs and one tick")
 
 	// Three million units later, still exact: 3 000 000 at 3/s is 10^6 s.
 	far := script{t: t, c: c, key: "k3far", p: 1_000_000, cc: 3, tauW: 333_333, tauF: 1}
@@ -144,7 +168,7 @@ func TestScriptGivesBackOnlyWhatNothingWasAdmittedBehind(t *testing.T) {
 	w, f, n, m, ok := value(t, c, "g")
 	require.True(t, ok)
 	assert.Equal(t, []int64{t0 + 300_000, 0, 1, t0 + 300_000}, []int64{w, f, n, m})
-	ident := fmt.Sprintf("%d:%d:%d", w, f, n)
+	ident := redislimit.ValueKey(w, f, n)
 
 	// Someone else writes: the value changes, and the give-back does not
 	// apply (the last slot is no longer the last admission).
@@ -155,7 +179,7 @@ func TestScriptGivesBackOnlyWhatNothingWasAdmittedBehind(t *testing.T) {
 
 	// Give back the last 200 ms while the key still holds the value.
 	w, f, n, _, _ = value(t, c, "g")
-	r = s.run(t0+50_000, fmt.Sprintf("%d:%d:%d", w, f, n), 200_000, 0, "")
+	r = s.run(t0+50_000, redislimit.ValueKey(w, f, n), 200_000, 0, "")
 	assert.True(t, r.gave)
 	w2, _, n2, m2, _ := value(t, c, "g")
 	assert.Equal(t, t0+200_000, w2, "the TAT moved back 200 ms")
@@ -163,7 +187,7 @@ func TestScriptGivesBackOnlyWhatNothingWasAdmittedBehind(t *testing.T) {
 	assert.Equal(t, t0+400_000, m2, "the key lives on until the latest TAT it held")
 
 	// A give-back never moves the TAT before now: the past is not banked.
-	r = s.run(t0+150_000, fmt.Sprintf("%d:0:%d", w2, n2), 10_000_000, 0, "1:0")
+	r = s.run(t0+150_000, redislimit.ValueKey(w2, 0, n2), 10_000_000, 0, "1:0")
 	assert.True(t, r.gave)
 	assert.Equal(t, []int64{t0 + 150_000}, r.codes, "granted at once: the TAT is back at now, not before")
 	w3, _, _, _, _ := value(t, c, "g")
@@ -183,9 +207,18 @@ func TestScriptReadsRedisTimeAndRefusesForeignValues(t *testing.T) {
 	assert.LessOrEqual(t, r.now, after.UnixMicro())
 	assert.Equal(t, []int64{r.now}, r.codes)
 
-	require.NoError(t, c.Set(ctx, "foreign", "1.5e15", 0).Err())
-	_, err = c.Eval(ctx, redislimit.Script, []string{"foreign"}, 100_000, 1, 100_000, 0, t0, "", 0, 0, "1:-1").Result()
-	assert.ErrorContains(t, err, "does not hold a sluice TAT")
+	// Not four float64s of integers in range: a number, a text value, 32
+	// bytes of text (far beyond 2^53 as doubles), a fraction, a NaN.
+	nan := redislimit.PackValue(t0, 0, 1, t0)[:24] + "\x00\x00\x00\x00\x00\x00\xf8\x7f"
+	frac := redislimit.PackValue(t0, 0, 1, t0)
+	frac = frac[:8] + "\x00\x00\x00\x00\x00\x00\xe0\x3f" + frac[16:] // F = 0.5
+	for _, v := range []string{"1.5e15", "1796083200000000:0:1:1796083200000000", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", nan, frac} {
+		require.NoError(t, c.Set(ctx, "foreign", v, 0).Err())
+		_, err = c.Eval(ctx, redislimit.Script, []string{"foreign"}, 100_000, 3, 100_000, 0, t0, "", 0, 0, "1:-1").Result()
+		assert.ErrorContains(t, err, "does not hold a sluice TAT", "%q", v)
+		_, err = c.Eval(ctx, redislimit.LeanScript, []string{"foreign"}, 3, 100_000, 0, t0, -1, 100_000, 0).Result()
+		assert.ErrorContains(t, err, "does not hold a sluice TAT", "%q", v)
+	}
 	require.NoError(t, c.LPush(ctx, "list", "x").Err())
 	_, err = c.Eval(ctx, redislimit.Script, []string{"list"}, 100_000, 1, 100_000, 0, t0, "", 0, 0, "1:-1").Result()
 	assert.ErrorContains(t, err, "WRONGTYPE")
@@ -211,9 +244,49 @@ func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
 		mw := []int64{-1, 0, rng.Int64N(1_500_000)}[rng.IntN(3)]
 		want := batch.run(now, "", 0, 0, fmt.Sprintf("%d:%d", cost, mw))
 		res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
-			cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc).Slice()
+			cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc).Text()
 		require.NoError(t, err)
-		require.Equal(t, want.codes[0], res[3].(int64), "request %d: cost %d, maxwait %d", i, cost, mw)
-		require.Equal(t, want.value, res[1].(string), "request %d", i)
+		require.Len(t, res, 48, "request %d", i)
+		head := floats(t, res[:16])
+		require.Equal(t, now, head[0], "request %d", i)
+		require.Equal(t, want.codes[0], head[1], "request %d: cost %d, maxwait %d", i, cost, mw)
+		require.Equal(t, want.value, res[16:], "request %d", i)
+	}
+}
+
+// TestScriptRunsDecideAsSingleEntries sends random lists in which requests
+// alike in a row go as one entry "cost:maxwait:n" to one key, and the same
+// requests one entry each to another, at the same instants, and requires
+// the same codes and the same values.
+func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
+	c := redistest.Test(t).Client(t)
+	// 7/s, burst 5: P = 1 000 000 ticks of 1/7 µs.
+	const p, cc = 1_000_000, 7
+	tau := int64(5 * p)
+	runs := script{t: t, c: c, key: "runs", p: p, cc: cc, tauW: tau / cc, tauF: tau % cc}
+	single := runs
+	single.key = "single"
+	rng := rand.New(rand.NewPCG(7, 11))
+	now := t0
+	for i := range 300 {
+		now += rng.Int64N(900_000)
+		var withRuns, each []string
+		for range 1 + rng.IntN(4) {
+			cost := 1 + rng.Int64N(6) // 6 is above the burst: never admitted
+			mw := []int64{-1, 0, rng.Int64N(2_000_000)}[rng.IntN(3)]
+			n := 1 + rng.IntN(5)
+			if n == 1 {
+				withRuns = append(withRuns, fmt.Sprintf("%d:%d", cost, mw))
+			} else {
+				withRuns = append(withRuns, fmt.Sprintf("%d:%d:%d", cost, mw, n))
+			}
+			for range n {
+				each = append(each, fmt.Sprintf("%d:%d", cost, mw))
+			}
+		}
+		got := runs.run(now, "", 0, 0, strings.Join(withRuns, ","))
+		want := single.run(now, "", 0, 0, strings.Join(each, ","))
+		require.Equal(t, want.codes, got.codes, "call %d: %v", i, withRuns)
+		require.Equal(t, want.value, got.value, "call %d", i)
 	}
 }

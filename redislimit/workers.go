@@ -55,7 +55,7 @@ func (e *engine) start(b *batch) {
 func (e *engine) work(w *worker) {
 	defer e.workers.wg.Done()
 	for b := range w.jobs {
-		e.exec(b, false)
+		e.exec(b)
 		if !e.workers.put(w) {
 			return
 		}
@@ -86,13 +86,25 @@ func (p *pool) close() {
 	p.wg.Wait()
 }
 
-// exec makes a batch's script calls and, on a worker, delivers the
-// answers to the owner, unless the call timeout (or Close) delivered the
-// batch first: a call that outlives its timeout is counted as consumed and
-// its late answer dropped. With inline, on the direct path, it keeps the
-// answers for its caller to apply, and the timer that takes the batch
-// hands the state to the owner. It reports whether the answers count.
-func (e *engine) exec(b *batch, inline bool) bool {
+// exec makes a batch's script calls on a worker and delivers the answers
+// to the owner, unless the call timeout (or Close) delivered the batch
+// first: a call that outlives its timeout is counted as consumed and its
+// late answer dropped.
+func (e *engine) exec(b *batch) {
+	e.stampArgs(b)
+	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, false) })
+	// The timer keeps the timeout; the context only stops a client with
+	// ContextTimeoutEnabled when the limiter closes.
+	as := e.call(e.ioCtx, b.keys)
+	b.timer.Stop()
+	if e.deliver(b, as) {
+		e.results <- b
+	}
+}
+
+// stampArgs runs the test hook before a call, gives the calls the
+// instant a test drives, and stamps the batch as sent.
+func (e *engine) stampArgs(b *batch) {
 	if e.cfg.beforeCall != nil {
 		e.cfg.beforeCall()
 	}
@@ -106,21 +118,18 @@ func (e *engine) exec(b *batch, inline bool) bool {
 			}
 		}
 	}
-	b.s = e.stamp() // before the timer starts: a batch it delivers carries it
-	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, inline) })
-	// The timer keeps the timeout; the context only stops a client with
-	// ContextTimeoutEnabled when the limiter closes.
-	as := e.call(e.ioCtx, b.keys)
-	b.timer.Stop()
+	b.s = e.stamp() // before any timeout: a batch it delivers carries it
+}
+
+// deliver gives b its answers, unless the timeout (or Close) took b
+// first, and reports whether they count.
+func (e *engine) deliver(b *batch, as []answer) bool {
 	if !b.state.CompareAndSwap(bPending, bAnswered) {
 		return false
 	}
 	b.r = e.stamp()
 	for i, kc := range b.keys {
 		kc.answer = as[i]
-	}
-	if !inline {
-		e.results <- b
 	}
 	return true
 }
