@@ -78,3 +78,30 @@ func TestRedisScenariosRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisAlternatingRun runs the one-caller comparison briefly: every
+// subject gets turns and its own time, and makes one script call per
+// decision (a lone caller of sluice's goes the direct path).
+func TestRedisAlternatingRun(t *testing.T) {
+	s := redistest.Test(t)
+	c := s.Client(t)
+	subjects := scenario.RedisSubjects(1)
+	spec := scenario.RedisSpec{Callers: 1, Keys: 1, Run: 30 * time.Millisecond}
+	all, err := scenario.RunRedisAlternating(c, subjects, spec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total time.Duration
+	for i, res := range all {
+		if res.Decisions < scenario.AlternateBlock || res.P50 <= 0 || res.P99 < res.P50 || res.Wall <= 0 {
+			t.Errorf("%s: %+v", subjects[i].Name, res)
+		}
+		if cpd := res.CallsPerDecision(); cpd < 0.99 || cpd > 1.05 {
+			t.Errorf("%s: %.3f script calls per decision, want one", subjects[i].Name, cpd)
+		}
+		total += res.Wall
+	}
+	if total < spec.Run*time.Duration(len(subjects)) {
+		t.Errorf("the subjects' own times add up to %v, want at least %v", total, spec.Run*time.Duration(len(subjects)))
+	}
+}

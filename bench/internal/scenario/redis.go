@@ -40,13 +40,20 @@ type RedisResult struct {
 	Wall      time.Duration // first decision to last
 	P50, P99  time.Duration // latency of one decision, as its caller saw it
 	Calls     int           // script executions the server counted (EVAL and EVALSHA)
+	CallsOver int           // the decisions Calls were counted over, if not all of them
 }
 
 // PerSecond is decisions per second.
 func (r RedisResult) PerSecond() float64 { return float64(r.Decisions) / r.Wall.Seconds() }
 
-// CallsPerDecision is script executions per decision.
-func (r RedisResult) CallsPerDecision() float64 { return float64(r.Calls) / float64(r.Decisions) }
+// CallsPerDecision is script executions per decision: over CallsOver
+// decisions when it is set (RunRedisAlternating), else over all.
+func (r RedisResult) CallsPerDecision() float64 {
+	if r.CallsOver > 0 {
+		return float64(r.Calls) / float64(r.CallsOver)
+	}
+	return float64(r.Calls) / float64(r.Decisions)
+}
 
 // RedisSubject is one way to decide on a shared limit: New returns the
 // decision for key and what to release afterwards.
@@ -190,4 +197,73 @@ func scriptCalls(c *redis.Client) (int, error) {
 		n += k
 	}
 	return n, nil
+}
+
+// AlternateBlock is how many decisions a subject makes in a row in
+// RunRedisAlternating before the next takes its turn.
+const AlternateBlock = 8
+
+// RunRedisAlternating runs every subject with one caller, in one loop
+// that gives each a turn of a few decisions in rotation, for about Run of
+// each subject's own time, and returns what it measured of each: so that
+// every subject meets the same moments of a machine whose speed drifts
+// from one second to the next (a shared guest's does, by ±20%), and the
+// ratios of their latencies are the ratios of what they cost. Wall is the
+// time a subject spent in its own decisions. The script calls are counted
+// first, over a short pass of each subject alone (INFO cannot tell
+// interleaved subjects apart).
+func RunRedisAlternating(c *redis.Client, subjects []RedisSubject, spec RedisSpec, run int) ([]RedisResult, error) {
+	ctx := context.Background()
+	decides := make([]func(context.Context, string) error, len(subjects))
+	for i, sub := range subjects {
+		decide, stop, err := sub.New(c, fmt.Sprintf("bench:%d:%d:", run, i))
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		decides[i] = decide
+	}
+	res := make([]RedisResult, len(subjects))
+	const pass = 200
+	for i, decide := range decides {
+		if err := decide(ctx, "0"); err != nil { // load the script, open a connection
+			return nil, err
+		}
+		calls0, err := scriptCalls(c)
+		if err != nil {
+			return nil, err
+		}
+		for range pass {
+			if err := decide(ctx, "0"); err != nil {
+				return nil, err
+			}
+		}
+		calls1, err := scriptCalls(c)
+		if err != nil {
+			return nil, err
+		}
+		res[i].Calls, res[i].CallsOver = calls1-calls0, pass
+	}
+	lat := make([][]time.Duration, len(subjects))
+	end := time.Now().Add(spec.Run * time.Duration(len(subjects)))
+	for turn := 0; time.Now().Before(end); turn++ {
+		for k := range decides {
+			i := (turn + k) % len(decides)
+			for range AlternateBlock {
+				t0 := time.Now()
+				if err := decides[i](ctx, "0"); err != nil {
+					return nil, fmt.Errorf("%s: %w", subjects[i].Name, err)
+				}
+				d := time.Since(t0)
+				lat[i] = append(lat[i], d)
+				res[i].Wall += d
+			}
+		}
+	}
+	for i := range res {
+		slices.Sort(lat[i])
+		res[i].Decisions = len(lat[i])
+		res[i].P50, res[i].P99 = lat[i][len(lat[i])/2], lat[i][len(lat[i])*99/100]
+	}
+	return res, nil
 }
