@@ -260,8 +260,9 @@ func (e *engine) loop() {
 
 // round takes in what is waiting for the owner: the answers of the batch
 // under way (b, if it came), the requests in the inbox (after first, a
-// caller's own request on the direct path) and the cancellations.
-func (e *engine) round(b *batch, first *request) {
+// caller's own request on the direct path) and the cancellations. It
+// reports whether the inbox held any request.
+func (e *engine) round(b *batch, first *request) bool {
 	if b != nil {
 		e.calling.Store(false) // before taking the inbox (send)
 	}
@@ -275,6 +276,7 @@ func (e *engine) round(b *batch, first *request) {
 		e.arrive(first, now)
 	}
 	e.intake(cancels, arrivals, now)
+	return arrivals != nil
 }
 
 // intake takes in the requests taken from the inbox, then the

@@ -180,17 +180,26 @@ end
 
 // luaReadTAT reads a GCRA key's value into the TAT tw (whole µs) and tf
 // (ticks), the write count seq and the latest TAT top; cur is the value as
-// read ("" for no key). A value that is not four integers in range is
+// read, packed ("" for no key). A value in the text form "W:F:N:M" that
+// earlier releases wrote is read as well and answered packed, so that a
+// deploy finds its keys as they were (the next write stores them packed).
+// A value that is neither, or whose numbers are not integers in range, is
 // not the limiter's: the call fails rather than decide on it. A TAT in the
 // past is idle time, which is never banked: it reads as now.
 const luaReadTAT = `local cur = redis.call('GET', key)
 local tw, tf, seq, top = now, 0, 0, 0
 if cur then
-  if #cur == 32 then tw, tf, seq, top = struct.unpack('<dddd', cur) end
-  if #cur ~= 32 or not (tw >= 0 and tw < 9007199254740992 and tf >= 0 and tf < C and seq >= 0 and seq < 9007199254740992
+  if #cur == 32 then
+    tw, tf, seq, top = struct.unpack('<dddd', cur)
+  else
+    local w, f, n, m = string.match(cur, '^(%d+):(%d+):(%d+):(%d+)$')
+    tw, tf, seq, top = tonumber(w) or -1, tonumber(f), tonumber(n), tonumber(m)
+  end
+  if not (tw >= 0 and tw < 9007199254740992 and tf >= 0 and tf < C and seq >= 0 and seq < 9007199254740992
       and top >= 0 and top < 9007199254740992 and tw % 1 == 0 and tf % 1 == 0 and seq % 1 == 0 and top % 1 == 0) then
     return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice TAT')
   end
+  if #cur ~= 32 then cur = struct.pack('<dddd', tw, tf, seq, top) end
 else
   cur = ''
 end

@@ -207,12 +207,13 @@ func TestScriptReadsRedisTimeAndRefusesForeignValues(t *testing.T) {
 	assert.LessOrEqual(t, r.now, after.UnixMicro())
 	assert.Equal(t, []int64{r.now}, r.codes)
 
-	// Not four float64s of integers in range: a number, a text value, 32
-	// bytes of text (far beyond 2^53 as doubles), a fraction, a NaN.
+	// Not four float64s of integers in range: a number, text values of
+	// three fields and of ticks beyond C, 32 bytes of text (far beyond
+	// 2^53 as doubles), a fraction, a NaN.
 	nan := redislimit.PackValue(t0, 0, 1, t0)[:24] + "\x00\x00\x00\x00\x00\x00\xf8\x7f"
 	frac := redislimit.PackValue(t0, 0, 1, t0)
 	frac = frac[:8] + "\x00\x00\x00\x00\x00\x00\xe0\x3f" + frac[16:] // F = 0.5
-	for _, v := range []string{"1.5e15", "1796083200000000:0:1:1796083200000000", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", nan, frac} {
+	for _, v := range []string{"1.5e15", "1796083200000000:0:1", "1796083200000000:3:1:1796083200000000", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", nan, frac} {
 		require.NoError(t, c.Set(ctx, "foreign", v, 0).Err())
 		_, err = c.Eval(ctx, redislimit.Script, []string{"foreign"}, 100_000, 3, 100_000, 0, t0, "", 0, 0, "1:-1").Result()
 		assert.ErrorContains(t, err, "does not hold a sluice TAT", "%q", v)
@@ -289,4 +290,26 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 		require.Equal(t, want.codes, got.codes, "call %d: %v", i, withRuns)
 		require.Equal(t, want.value, got.value, "call %d", i)
 	}
+}
+
+// TestScriptReadsTheTextFormOfEarlierReleases: a key written as text
+// "W:F:N:M" decides as the same value packed, is answered packed even by a
+// call that writes nothing, and is stored packed by the next write.
+func TestScriptReadsTheTextFormOfEarlierReleases(t *testing.T) {
+	c := redistest.Test(t).Client(t)
+	ctx := context.Background()
+	// 3/s, burst 2: P = 1 000 000 ticks of ⅓ µs; tau = 2 units.
+	s := script{t: t, c: c, key: "text", p: 1_000_000, cc: 3, tauW: 666_666, tauF: 2}
+	text := fmt.Sprintf("%d:1:7:%d", t0+666_666, t0+666_667) // two units ahead: full
+	require.NoError(t, c.Set(ctx, "text", text, 0).Err())
+	r := s.run(t0, "", 0, 0, "1:0")
+	assert.Equal(t, []int64{-333_333}, r.codes, "refused: the TAT plus a unit is 333 333 µs beyond tau")
+	assert.Equal(t, redislimit.PackValue(t0+666_666, 1, 7, t0+666_667), r.value, "answered packed")
+	assert.Equal(t, text, c.Get(ctx, "text").Val(), "nothing written: the key keeps its text")
+
+	r = s.run(t0+333_333, "", 0, 0, "1:-1")
+	assert.Equal(t, []int64{t0 + 333_333}, r.codes, "granted at once, 333 333 µs later")
+	w, f, n, m, ok := value(t, c, "text")
+	require.True(t, ok, "stored packed")
+	assert.Equal(t, []int64{t0 + 999_999, 2, 8, t0 + 1_000_000}, []int64{w, f, n, m}, "one unit (333 333 µs and a tick) after the TAT")
 }
