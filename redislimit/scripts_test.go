@@ -256,11 +256,15 @@ func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
 }
 
 // TestScriptRunsDecideAsSingleEntries sends random lists in which requests
-// alike in a row go as one entry "cost:maxwait:n" to one key, and the same
-// requests one entry each to another, at the same instants, and requires
-// the same codes and the same values.
+// alike in a row go as one entry "cost:maxwait:n" to one key, the same
+// requests one entry each to another, and one lean call each to a third,
+// at the same instants, and requires the same codes (and of the first
+// two, the same values): the batch script grants the head of a run that
+// fits now in one step, the lean script decides request by request.
 func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 	c := redistest.Test(t).Client(t)
+	ctx := context.Background()
+	require.NoError(t, c.ScriptLoad(ctx, redislimit.LeanScript).Err())
 	// 7/s, burst 5: P = 1 000 000 ticks of 1/7 µs.
 	const p, cc = 1_000_000, 7
 	tau := int64(5 * p)
@@ -269,13 +273,14 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 	single.key = "single"
 	rng := rand.New(rand.NewPCG(7, 11))
 	now := t0
-	for i := range 300 {
-		now += rng.Int64N(900_000)
+	for i := range 500 {
+		now += rng.Int64N(3_000_000)
 		var withRuns, each []string
+		var lean []int64
 		for range 1 + rng.IntN(4) {
 			cost := 1 + rng.Int64N(6) // 6 is above the burst: never admitted
 			mw := []int64{-1, 0, rng.Int64N(2_000_000)}[rng.IntN(3)]
-			n := 1 + rng.IntN(5)
+			n := 1 + rng.IntN(8)
 			if n == 1 {
 				withRuns = append(withRuns, fmt.Sprintf("%d:%d", cost, mw))
 			} else {
@@ -283,12 +288,21 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 			}
 			for range n {
 				each = append(each, fmt.Sprintf("%d:%d", cost, mw))
+				if cost > 5 {
+					lean = append(lean, 0) // never sent: the limiter refuses it itself
+					continue
+				}
+				res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
+					cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc).Text()
+				require.NoError(t, err)
+				lean = append(lean, floats(t, res[:16])[1])
 			}
 		}
 		got := runs.run(now, "", 0, 0, strings.Join(withRuns, ","))
 		want := single.run(now, "", 0, 0, strings.Join(each, ","))
 		require.Equal(t, want.codes, got.codes, "call %d: %v", i, withRuns)
 		require.Equal(t, want.value, got.value, "call %d", i)
+		require.Equal(t, lean, got.codes, "call %d: %v, one by one", i, withRuns)
 	}
 }
 
