@@ -85,7 +85,7 @@ type request struct {
 	ticket ident // stGranted: the value after the grant, if it was its call's last admission
 }
 
-// ident is a key's value up to its write count, "W:F:N": the TAT and the
+// ident is a key's value up to its write count, W, F and N: the TAT and the
 // count, which identify the value (scripts.go). The zero ident is none.
 type ident struct {
 	w, f, n int64
