@@ -101,7 +101,9 @@ func TestRedisAlternatingRun(t *testing.T) {
 		}
 		total += res.Wall
 	}
-	if total < spec.Run*time.Duration(len(subjects)) {
-		t.Errorf("the subjects' own times add up to %v, want at least %v", total, spec.Run*time.Duration(len(subjects)))
+	// The loop runs for Run per subject; the time between decisions is not
+	// any subject's, so their own times add up to most of it, not all.
+	if want := spec.Run * time.Duration(len(subjects)) / 2; total < want {
+		t.Errorf("the subjects' own times add up to %v, want at least %v", total, want)
 	}
 }
