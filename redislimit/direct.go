@@ -28,7 +28,8 @@ import "time"
 //     slots, requests that came meanwhile), and wakes the owner; else it
 //     stores tokFree and wakes the owner if the inbox holds anything.
 //   - The owner, woken while a caller holds the state, sleeps on its wake
-//     channel until that caller lets go: it never touches the state then.
+//     channel until that caller lets go, or until the deadline of the
+//     caller's call (watch): it never touches the state then.
 //   - A call that outlives WithCallTimeout loses its batch to the owner
 //     (watch), if something woke it meanwhile, or to the caller itself,
 //     back from go-redis: either hands the state to the owner (tokOwner)
