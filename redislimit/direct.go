@@ -86,7 +86,7 @@ func (e *engine) direct(r *request) bool {
 		return true // the batch timed out: the owner has it, and the state
 	case loneNot:
 		took := e.round(nil, r)
-		if b := e.schedule(true); b != nil {
+		if b := e.schedule(onCallerInline); b != nil {
 			if !e.execInline(b, took) {
 				return true // as above
 			}
@@ -111,7 +111,7 @@ func (e *engine) answer(b *batch) {
 	e.calling.Store(false) // before looking at the inbox (direct)
 	e.busy = nil
 	e.apply(b, e.now())
-	e.schedule(false)
+	e.schedule(onCaller)
 }
 
 // What lone did.
