@@ -195,7 +195,26 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 // leanArgs are the arguments of leanScript for r alone.
 func (e *engine) leanArgs(r *request, now int64) []any {
 	inc := e.q.ticks(r.cost)
-	return []any{e.args[1], e.args[2], e.args[3], "0", e.maxWait(r, now), inc.w, inc.f}
+	return []any{packLean(e.q.c, e.q.tau.w, e.q.tau.f, 0, e.maxWait(r, now), inc.w, inc.f)}
+}
+
+// packLean packs leanScript's argument: C, tau (whole µs, ticks), the
+// instant to decide at (0: Redis TIME), maxwait, and the cost's span
+// (whole µs, ticks), as little-endian float64s.
+func packLean(c, tauW, tauF, now, mw, incW, incF int64) string {
+	b := make([]byte, 0, 56)
+	for _, x := range [...]int64{c, tauW, tauF, now, mw, incW, incF} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(x)))
+	}
+	return string(b)
+}
+
+// leanAt is leanScript's argument a with the instant to decide at set to
+// now (WithServerClock).
+func leanAt(a string, now int64) string {
+	b := []byte(a)
+	binary.LittleEndian.PutUint64(b[24:32], math.Float64bits(float64(now)))
+	return string(b)
 }
 
 // maxWait is how far ahead Redis may reserve for r, in µs (-1: no limit),

@@ -24,6 +24,10 @@ const LeanScript = leanScript
 
 var LeanScriptSHA = leanSHA
 
+// LeanArgs packs the lean script's argument: C, tau (whole µs, ticks), the
+// instant (0: TIME), maxwait, and the cost's span (whole µs, ticks).
+var LeanArgs = packLean
+
 // WindowScript and WindowScriptSHA are the window script and its SHA1.
 const WindowScript = windowScript
 

@@ -157,22 +157,20 @@ var batchSHA = func() string {
 // -wait), two little-endian float64s, then the key's value afterwards (32
 // bytes; none when there is no key).
 //
+// Its one argument packs seven little-endian float64s (integers), for the
+// same reason: one string to make and one unpack, where seven arguments
+// were seven strings and seven conversions.
+//
 //	KEYS[1]  the limit's key
-//	ARGV[1]  C: ticks per microsecond
-//	ARGV[2]  tau: whole µs
-//	ARGV[3]  tau: the ticks beyond ARGV[2]
-//	ARGV[4]  "0" to read Redis TIME, or the instant in µs to decide at
-//	ARGV[5]  maxwait in µs, -1 for none
-//	ARGV[6]  cost·P: whole µs (cost <= burst)
-//	ARGV[7]  cost·P: the ticks beyond ARGV[6]
+//	ARGV[1]  C: ticks per microsecond; tau: whole µs and the ticks beyond;
+//	         0 to read Redis TIME, or the instant in µs to decide at;
+//	         maxwait in µs, -1 for none; cost·P: whole µs and the ticks
+//	         beyond (cost <= burst)
 const leanScript = `
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
-local C = tonumber(ARGV[1])
-local tauW, tauF = tonumber(ARGV[2]), tonumber(ARGV[3])
-local now = tonumber(ARGV[4])
+local C, tauW, tauF, now, mw, iw, ifr = struct.unpack('<ddddddd', ARGV[1])
 ` + luaNow + `
-local mw, iw, ifr = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 ` + luaReadTAT + `
 ` + luaFitAt + `
 if mw >= 0 and at - now > mw then return struct.pack('<dd', now, now - at) .. cur end

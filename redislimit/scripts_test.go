@@ -217,7 +217,7 @@ func TestScriptReadsRedisTimeAndRefusesForeignValues(t *testing.T) {
 		require.NoError(t, c.Set(ctx, "foreign", v, 0).Err())
 		_, err = c.Eval(ctx, redislimit.Script, []string{"foreign"}, 100_000, 3, 100_000, 0, t0, "", 0, 0, "1:-1").Result()
 		assert.ErrorContains(t, err, "does not hold a sluice TAT", "%q", v)
-		_, err = c.Eval(ctx, redislimit.LeanScript, []string{"foreign"}, 3, 100_000, 0, t0, -1, 100_000, 0).Result()
+		_, err = c.Eval(ctx, redislimit.LeanScript, []string{"foreign"}, redislimit.LeanArgs(3, 100_000, 0, t0, -1, 100_000, 0)).Result()
 		assert.ErrorContains(t, err, "does not hold a sluice TAT", "%q", v)
 	}
 	require.NoError(t, c.LPush(ctx, "list", "x").Err())
@@ -245,7 +245,7 @@ func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
 		mw := []int64{-1, 0, rng.Int64N(1_500_000)}[rng.IntN(3)]
 		want := batch.run(now, "", 0, 0, fmt.Sprintf("%d:%d", cost, mw))
 		res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
-			cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc).Text()
+			redislimit.LeanArgs(cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc)).Text()
 		require.NoError(t, err)
 		require.Len(t, res, 48, "request %d", i)
 		head := floats(t, res[:16])
@@ -293,7 +293,7 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 					continue
 				}
 				res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
-					cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc).Text()
+					redislimit.LeanArgs(cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc)).Text()
 				require.NoError(t, err)
 				lean = append(lean, floats(t, res[:16])[1])
 			}

@@ -109,12 +109,12 @@ func (e *engine) stampArgs(b *batch) {
 		e.cfg.beforeCall()
 	}
 	if e.cfg.serverNow != nil {
-		now := strconv.FormatInt(e.cfg.serverNow(), 10)
+		now := e.cfg.serverNow()
 		for _, kc := range b.keys {
 			if kc.lean {
-				kc.args[3] = now
+				kc.args[0] = leanAt(kc.args[0].(string), now)
 			} else {
-				kc.args[e.nowArg] = now
+				kc.args[e.nowArg] = strconv.FormatInt(now, 10)
 			}
 		}
 	}
