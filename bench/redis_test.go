@@ -107,3 +107,28 @@ func TestRedisAlternatingRun(t *testing.T) {
 		t.Errorf("the subjects' own times add up to %v, want at least %v", total, want)
 	}
 }
+
+// TestRedisTurnsRun runs every subject in turns with many callers: each
+// gets its share of time and its own count of script calls.
+func TestRedisTurnsRun(t *testing.T) {
+	s := redistest.Test(t)
+	c := s.Client(t)
+	subjects := scenario.RedisSubjects(1)
+	spec := scenario.RedisSpec{Callers: 8, Keys: 1, Run: 60 * time.Millisecond}
+	all, err := scenario.RunRedisTurns(c, subjects, spec, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, res := range all {
+		if res.Decisions == 0 || res.P50 <= 0 || res.P99 < res.P50 || res.Wall < spec.Run {
+			t.Errorf("%s: %+v", subjects[i].Name, res)
+		}
+		cpd := res.CallsPerDecision()
+		switch name := subjects[i].Name; {
+		case name == "sluice redislimit" && cpd >= 1:
+			t.Errorf("%s with %d callers: %.3f script calls per decision, want fewer than one", name, spec.Callers, cpd)
+		case name != "sluice redislimit" && (cpd < 0.99 || cpd > 1.05):
+			t.Errorf("%s: %.3f script calls per decision, want one", name, cpd)
+		}
+	}
+}

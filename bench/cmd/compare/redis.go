@@ -19,6 +19,10 @@ const (
 	goalRedisP50        = 1.1 // sluice ÷ redis_rate, p50 latency at one caller
 )
 
+// redisTurns is how many turns each subject takes within one run with
+// many callers (scenario.RunRedisTurns).
+const redisTurns = 4
+
 // redisCases are the workloads: callers on one key, and over many keys.
 var redisCases = []scenario.RedisSpec{
 	{Callers: 1, Keys: 1},
@@ -66,11 +70,11 @@ func redisSection(r *runner, b *strings.Builder) {
 		"sluice is `redislimit.New` (one key) or `redislimit.NewKeyed` (many) and `Acquire(context.Background(), 1)`; "+
 		"redis_rate is go-redis/redis_rate v10 `Allow`; *one call per decision* is an integer GCRA script called once per decision from the caller's goroutine, the best a limiter without an owner to batch for it can do. "+
 		"*Script calls per decision*: EVAL and EVALSHA the server counted (INFO commandstats) over the decisions. %v per run; medians of %d runs, subjects interleaved. "+
-		"At one caller the subjects take turns in one loop, %d decisions each, so that each meets the same moments of a machine whose speed drifts; "+
-		"decisions/s there is over each subject's own time, and its script calls are counted over a short pass of it alone. "+
+		"Within a run the subjects take turns, so that each meets the same moments of a machine whose speed drifts: with many callers, %d turns each of %v, in rotation; "+
+		"at one caller, in one loop, %d decisions each (decisions/s there is over each subject's own time, and its script calls are counted over a short pass of it alone). "+
 		"Goals: ≥ %.0f× redis_rate at 64 callers on one key; ≤ %.1f script calls per decision there; p50 at one caller ≤ %.1f× redis_rate. "+
 		"The fourth goal, no decision above b + ⌊r·d⌋ across processes, is checked by `go test -run TestSharedBoundAcrossProcesses` in redislimit.\n\n",
-		scenario.RedisRate, scenario.RedisBurst, run, r.cfg.count, scenario.AlternateBlock, goalRedisThroughput, goalRedisCalls, goalRedisP50)
+		scenario.RedisRate, scenario.RedisBurst, run, r.cfg.count, redisTurns, run/redisTurns, scenario.AlternateBlock, goalRedisThroughput, goalRedisCalls, goalRedisP50)
 	t := table{header: []string{"callers", "keys", "library", "decisions/s", "p50", "p99", "script calls per decision", "decisions/s ÷ redis_rate", "p50 ÷ redis_rate"}}
 	goals := table{header: []string{"goal", "measured", "met"}}
 	for _, spec := range redisCases {
@@ -95,18 +99,17 @@ func redisSection(r *runner, b *strings.Builder) {
 				}
 				continue
 			}
-			for i, sub := range subjects {
-				if failed[i] {
-					continue
-				}
-				res, err := scenario.RunRedis(c, sub, spec, rep)
-				if err != nil {
+			all, err := scenario.RunRedisTurns(c, subjects, spec, rep, redisTurns)
+			if err != nil {
+				r.fail(fmt.Errorf("redis, %d callers, %d keys: %w", spec.Callers, spec.Keys, err))
+				for i := range failed {
 					failed[i] = true
-					r.fail(fmt.Errorf("redis, %d callers, %d keys, %s: %w", spec.Callers, spec.Keys, sub.Name, err))
-					continue
 				}
+				break
+			}
+			for i, res := range all {
 				r.logf("redis, %d callers, %d keys, run %d/%d: %s %.0f/s, p50 %v, p99 %v, %.3f calls per decision",
-					spec.Callers, spec.Keys, rep+1, r.cfg.count, sub.Name, res.PerSecond(), res.P50, res.P99, res.CallsPerDecision())
+					spec.Callers, spec.Keys, rep+1, r.cfg.count, subjects[i].Name, res.PerSecond(), res.P50, res.P99, res.CallsPerDecision())
 				stats[i].add(res)
 			}
 		}

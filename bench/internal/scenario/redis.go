@@ -103,43 +103,93 @@ func RedisSubjects(keys int) []RedisSubject {
 // RunRedis runs spec against subject on c's server and returns what it
 // measured. Each run uses keys of its own.
 func RunRedis(c *redis.Client, subject RedisSubject, spec RedisSpec, run int) (RedisResult, error) {
-	prefix := fmt.Sprintf("bench:%d:", run)
-	decide, stop, err := subject.New(c, prefix)
+	res, err := RunRedisTurns(c, []RedisSubject{subject}, spec, run, 1)
 	if err != nil {
 		return RedisResult{}, err
 	}
-	defer stop()
+	return res[0], nil
+}
+
+// RunRedisTurns runs spec against every subject, in turns: turns times
+// over, each subject in rotation runs for Run/turns with all its callers,
+// so that every subject meets the same moments of a machine whose speed
+// drifts, and returns what it measured of each over all its turns. Each
+// run and subject uses keys of its own.
+func RunRedisTurns(c *redis.Client, subjects []RedisSubject, spec RedisSpec, run, turns int) ([]RedisResult, error) {
 	keys := make([]string, max(spec.Keys, 1))
 	for i := range keys {
 		keys[i] = strconv.Itoa(i)
 	}
 	ctx := context.Background()
-	// Warm up: load the scripts and open the connections.
-	var warm sync.WaitGroup
-	for range spec.Callers {
-		warm.Add(1)
-		go func() {
-			defer warm.Done()
-			_ = decide(ctx, keys[0])
-		}()
+	decides := make([]func(context.Context, string) error, len(subjects))
+	for i, sub := range subjects {
+		prefix := fmt.Sprintf("bench:%d:", run)
+		if len(subjects) > 1 {
+			prefix = fmt.Sprintf("bench:%d:%d:", run, i)
+		}
+		decide, stop, err := sub.New(c, prefix)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		decides[i] = decide
+		// Warm up: load the scripts and open the connections.
+		var warm sync.WaitGroup
+		for range spec.Callers {
+			warm.Add(1)
+			go func() {
+				defer warm.Done()
+				_ = decide(ctx, keys[0])
+			}()
+		}
+		warm.Wait()
 	}
-	warm.Wait()
-	calls0, err := scriptCalls(c)
-	if err != nil {
-		return RedisResult{}, err
+	res := make([]RedisResult, len(subjects))
+	lat := make([][]time.Duration, len(subjects))
+	for turn := range turns {
+		for k := range subjects {
+			i := (turn + k) % len(subjects)
+			calls0, err := scriptCalls(c)
+			if err != nil {
+				return nil, err
+			}
+			ls, wall, err := redisTurn(decides[i], keys, spec.Callers, spec.Run/time.Duration(turns), uint64(run*turns+turn))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", subjects[i].Name, err)
+			}
+			calls1, err := scriptCalls(c)
+			if err != nil {
+				return nil, err
+			}
+			res[i].Wall += wall
+			res[i].Calls += calls1 - calls0
+			res[i].Decisions += len(ls)
+			lat[i] = append(lat[i], ls...)
+		}
 	}
+	for i := range res {
+		slices.Sort(lat[i])
+		if len(lat[i]) > 0 {
+			res[i].P50, res[i].P99 = lat[i][len(lat[i])/2], lat[i][len(lat[i])*99/100]
+		}
+	}
+	return res, nil
+}
 
-	lat := make([][]time.Duration, spec.Callers)
-	counts := make([]int, spec.Callers)
-	errs := make([]error, spec.Callers)
+// redisTurn runs callers goroutines deciding in a loop for d and returns
+// the latency of every decision and the wall time of the turn.
+func redisTurn(decide func(context.Context, string) error, keys []string, callers int, d time.Duration, seed uint64) ([]time.Duration, time.Duration, error) {
+	ctx := context.Background()
+	lat := make([][]time.Duration, callers)
+	errs := make([]error, callers)
 	var wg sync.WaitGroup
 	begin := time.Now()
-	deadline := begin.Add(spec.Run)
-	for g := range spec.Callers {
+	deadline := begin.Add(d)
+	for g := range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), uint64(run)))
+			rng := rand.New(rand.NewPCG(uint64(g), seed))
 			ls := make([]time.Duration, 0, 1024)
 			for {
 				t0 := time.Now()
@@ -156,31 +206,17 @@ func RunRedis(c *redis.Client, subject RedisSubject, spec RedisSpec, run int) (R
 				}
 				ls = append(ls, time.Since(t0))
 			}
-			lat[g], counts[g] = ls, len(ls)
+			lat[g] = ls
 		}()
 	}
 	wg.Wait()
 	wall := time.Since(begin)
 	for _, err := range errs {
 		if err != nil {
-			return RedisResult{}, err
+			return nil, 0, err
 		}
 	}
-	calls1, err := scriptCalls(c)
-	if err != nil {
-		return RedisResult{}, err
-	}
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	res := RedisResult{Wall: wall, Calls: calls1 - calls0 - 2} // the two INFO calls are not scripts; see scriptCalls
-	res.Calls = calls1 - calls0
-	for _, n := range counts {
-		res.Decisions += n
-	}
-	if len(all) > 0 {
-		res.P50, res.P99 = all[len(all)/2], all[len(all)*99/100]
-	}
-	return res, nil
+	return slices.Concat(lat...), wall, nil
 }
 
 var cmdstat = regexp.MustCompile(`cmdstat_(eval|evalsha):calls=(\d+)`)
