@@ -143,10 +143,13 @@ return table.concat(parts)
 `
 
 // batchSHA is the SHA1 that EVALSHA names batchScript by.
-var batchSHA = func() string {
-	h := sha1.Sum([]byte(batchScript))
+var batchSHA = scriptSHA(batchScript)
+
+// scriptSHA is the SHA1 that EVALSHA names a script by.
+func scriptSHA(script string) string {
+	h := sha1.Sum([]byte(script))
 	return hex.EncodeToString(h[:])
-}()
+}
 
 // leanScript is batchScript for one request and no give-back: what a lone
 // caller sends on the direct path, where the call is all the latency it
@@ -177,10 +180,8 @@ if mw >= 0 and at - now > mw then return struct.pack('<dd', now, now - at) .. cu
 ` + luaAdvance + luaWriteTAT + `return struct.pack('<dd', now, at) .. cur
 `
 
-var leanSHA = func() string {
-	h := sha1.Sum([]byte(leanScript))
-	return hex.EncodeToString(h[:])
-}()
+// leanSHA is the SHA1 that EVALSHA names leanScript by.
+var leanSHA = scriptSHA(leanScript)
 
 // The scripts' common parts. luaNow reads Redis TIME into now, as integer
 // µs, unless the caller gave the instant (tests that drive time).

@@ -1,8 +1,6 @@
 package redislimit
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -242,10 +240,7 @@ return out
 `
 
 // windowSHA is the SHA1 that EVALSHA names windowScript by.
-var windowSHA = func() string {
-	h := sha1.Sum([]byte(windowScript))
-	return hex.EncodeToString(h[:])
-}()
+var windowSHA = scriptSHA(windowScript)
 
 // readWindow reads a window script call's reply for s settlements and
 // moves and n requests: their codes, in that order.
