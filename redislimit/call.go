@@ -200,10 +200,16 @@ func (e *engine) leanArgs(r *request, now int64) []any {
 
 // packLean packs leanScript's argument: C, tau (whole µs, ticks), the
 // instant to decide at (0: Redis TIME), maxwait, and the cost's span
-// (whole µs, ticks), as little-endian float64s.
+// (whole µs, ticks).
 func packLean(c, tauW, tauF, now, mw, incW, incF int64) string {
-	b := make([]byte, 0, 56)
-	for _, x := range [...]int64{c, tauW, tauF, now, mw, incW, incF} {
+	return packFloats(c, tauW, tauF, now, mw, incW, incF)
+}
+
+// packFloats packs integers below 2^53 as the scripts' struct.pack does
+// with '<d...': little-endian float64s.
+func packFloats(xs ...int64) string {
+	b := make([]byte, 0, 8*len(xs))
+	for _, x := range xs {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(x)))
 	}
 	return string(b)
@@ -344,35 +350,10 @@ type answer struct {
 
 // read reads the reply to kc's call.
 func (e *engine) read(c *redis.Cmd, kc *keyCall) answer {
-	switch {
-	case e.win != nil:
+	if e.win != nil {
 		return readWindow(c, len(kc.settles)+len(kc.give)+len(kc.moves), len(kc.reqs))
-	case kc.lean:
-		return readLean(c)
 	}
 	return read(c, len(kc.reqs))
-}
-
-// readLean reads leanScript's reply: Redis's instant and the request's
-// code, then the key's value, if any.
-func readLean(c *redis.Cmd) answer {
-	v, err := c.Text()
-	if err != nil {
-		return answer{err: err}
-	}
-	if len(v) != 16 && len(v) != 16+valueLen {
-		return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
-	}
-	now, ok0 := exactInt(v[:8])
-	code, ok1 := exactInt(v[8:16])
-	if !ok0 || !ok1 || now < 0 {
-		return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
-	}
-	a := answer{now: now, codes: []int64{code}}
-	if a.value, err = parseValue(v[16:]); err != nil {
-		return answer{err: err}
-	}
-	return a
 }
 
 // exactInt reads 8 bytes as a little-endian float64 that holds an
@@ -385,7 +366,8 @@ func exactInt(b string) (int64, bool) {
 	return int64(x), true
 }
 
-// read reads a batch script call's reply for n requests.
+// read reads a GCRA script call's reply for n requests (the lean
+// script's for its one).
 func read(c *redis.Cmd, n int) answer {
 	v, err := c.Text()
 	if err != nil {
@@ -437,13 +419,7 @@ func parseValue(v string) (ident, error) {
 }
 
 // packValue is a key's value W, F, N, M as the scripts store it.
-func packValue(w, f, n, m int64) string {
-	b := make([]byte, 0, valueLen)
-	for _, x := range [...]int64{w, f, n, m} {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(x)))
-	}
-	return string(b)
-}
+func packValue(w, f, n, m int64) string { return packFloats(w, f, n, m) }
 
 // key is the ident as the batch script compares it, the first 24 bytes
 // of the value it names, or "" for none.

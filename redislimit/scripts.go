@@ -154,15 +154,12 @@ func scriptSHA(script string) string {
 // leanScript is batchScript for one request and no give-back: what a lone
 // caller sends on the direct path, where the call is all the latency it
 // sees. It reads no list and makes no table; the limiter computes the
-// cost's span in Go. Its reply is one string rather than an array, which
-// spares a lone call a few µs on both ends: Redis's instant and the
-// request's code as batchScript answers it (its admission instant, or
-// -wait), two little-endian float64s, then the key's value afterwards (32
-// bytes; none when there is no key).
+// cost's span in Go. Its reply is batchScript's for one request: now,
+// gave (always 0), the request's code, then the key's value afterwards.
 //
-// Its one argument packs seven little-endian float64s (integers), for the
-// same reason: one string to make and one unpack, where seven arguments
-// were seven strings and seven conversions.
+// Its one argument packs seven little-endian float64s (integers): one
+// string to make and one unpack, where seven arguments were seven strings
+// and seven conversions, a few µs of a lone call.
 //
 //	KEYS[1]  the limit's key
 //	ARGV[1]  C: ticks per microsecond; tau: whole µs and the ticks beyond;
@@ -176,8 +173,8 @@ local C, tauW, tauF, now, mw, iw, ifr = struct.unpack('<ddddddd', ARGV[1])
 ` + luaNow + `
 ` + luaReadTAT + `
 ` + luaFitAt + `
-if mw >= 0 and at - now > mw then return struct.pack('<dd', now, now - at) .. cur end
-` + luaAdvance + luaWriteTAT + `return struct.pack('<dd', now, at) .. cur
+if mw >= 0 and at - now > mw then return struct.pack('<ddd', now, 0, now - at) .. cur end
+` + luaAdvance + luaWriteTAT + `return struct.pack('<ddd', now, 0, at) .. cur
 `
 
 // leanSHA is the SHA1 that EVALSHA names leanScript by.

@@ -247,11 +247,12 @@ func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
 		res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
 			redislimit.LeanArgs(cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc)).Text()
 		require.NoError(t, err)
-		require.Len(t, res, 48, "request %d", i)
-		head := floats(t, res[:16])
+		require.Len(t, res, 56, "request %d", i)
+		head := floats(t, res[:24])
 		require.Equal(t, now, head[0], "request %d", i)
-		require.Equal(t, want.codes[0], head[1], "request %d: cost %d, maxwait %d", i, cost, mw)
-		require.Equal(t, want.value, res[16:], "request %d", i)
+		require.Zero(t, head[1], "request %d: no give-back", i)
+		require.Equal(t, want.codes[0], head[2], "request %d: cost %d, maxwait %d", i, cost, mw)
+		require.Equal(t, want.value, res[24:], "request %d", i)
 	}
 }
 
@@ -295,7 +296,7 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 				res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
 					redislimit.LeanArgs(cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc)).Text()
 				require.NoError(t, err)
-				lean = append(lean, floats(t, res[:16])[1])
+				lean = append(lean, floats(t, res[:24])[2])
 			}
 		}
 		got := runs.run(now, "", 0, 0, strings.Join(withRuns, ","))
