@@ -120,30 +120,11 @@ func RunRedisTurns(c *redis.Client, subjects []RedisSubject, spec RedisSpec, run
 	for i := range keys {
 		keys[i] = strconv.Itoa(i)
 	}
-	ctx := context.Background()
-	decides := make([]func(context.Context, string) error, len(subjects))
-	for i, sub := range subjects {
-		prefix := fmt.Sprintf("bench:%d:", run)
-		if len(subjects) > 1 {
-			prefix = fmt.Sprintf("bench:%d:%d:", run, i)
-		}
-		decide, stop, err := sub.New(c, prefix)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
-		decides[i] = decide
-		// Warm up: load the scripts and open the connections.
-		var warm sync.WaitGroup
-		for range spec.Callers {
-			warm.Add(1)
-			go func() {
-				defer warm.Done()
-				_ = decide(ctx, keys[0])
-			}()
-		}
-		warm.Wait()
+	decides, stop, err := startSubjects(c, subjects, run, spec.Callers, keys[0])
+	if err != nil {
+		return nil, err
 	}
+	defer stop()
 	res := make([]RedisResult, len(subjects))
 	lat := make([][]time.Duration, len(subjects))
 	for turn := range turns {
@@ -174,6 +155,38 @@ func RunRedisTurns(c *redis.Client, subjects []RedisSubject, spec RedisSpec, run
 		}
 	}
 	return res, nil
+}
+
+// startSubjects makes every subject for run, on keys of its own, and warms
+// each up with callers decisions on key at once (loading its scripts,
+// opening the connections); stop releases them all.
+func startSubjects(c *redis.Client, subjects []RedisSubject, run, callers int, key string) (decides []func(context.Context, string) error, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	ctx := context.Background()
+	for i, sub := range subjects {
+		decide, s, err := sub.New(c, fmt.Sprintf("bench:%d:%d:", run, i))
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		stops = append(stops, s)
+		decides = append(decides, decide)
+		var warm sync.WaitGroup
+		for range callers {
+			warm.Add(1)
+			go func() {
+				defer warm.Done()
+				_ = decide(ctx, key)
+			}()
+		}
+		warm.Wait()
+	}
+	return decides, stop, nil
 }
 
 // redisTurn runs callers goroutines deciding in a loop for d and returns
@@ -250,21 +263,14 @@ const AlternateBlock = 8
 // interleaved subjects apart).
 func RunRedisAlternating(c *redis.Client, subjects []RedisSubject, spec RedisSpec, run int) ([]RedisResult, error) {
 	ctx := context.Background()
-	decides := make([]func(context.Context, string) error, len(subjects))
-	for i, sub := range subjects {
-		decide, stop, err := sub.New(c, fmt.Sprintf("bench:%d:%d:", run, i))
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
-		decides[i] = decide
+	decides, stop, err := startSubjects(c, subjects, run, 1, "0")
+	if err != nil {
+		return nil, err
 	}
+	defer stop()
 	res := make([]RedisResult, len(subjects))
 	const pass = 200
 	for i, decide := range decides {
-		if err := decide(ctx, "0"); err != nil { // load the script, open a connection
-			return nil, err
-		}
 		calls0, err := scriptCalls(c)
 		if err != nil {
 			return nil, err
