@@ -85,12 +85,7 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 				e.markTimed(ks)
 			}
 		case code < 0:
-			ks.left(r)
-			st := stLimited
-			if r.op == opAcquire && r.dlBound {
-				st = stDeadline
-			}
-			e.finish(r, st, -code*1000, nil)
+			e.refuse(ks, r, code)
 		default:
 			ks.left(r)
 			e.finish(r, stNever, 0, nil)
@@ -112,6 +107,17 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 		end = end.sub(e.q.ticks(s.cost), e.q.c)
 		s.start = end
 	}
+}
+
+// refuse answers r, which Redis refused with code -wait (µs): its wait
+// ran past its deadline, or past what it may wait.
+func (e *engine) refuse(ks *keyState, r *request, code int64) {
+	ks.left(r)
+	st := stLimited
+	if r.op == opAcquire && r.dlBound {
+		st = stDeadline
+	}
+	e.finish(r, st, -code*1000, nil)
 }
 
 // gaveBack applies what a GCRA call said of its give-back: the key's value

@@ -174,15 +174,12 @@ func (e *engine) lone(r *request) int {
 	ks.inflight = false
 	clear(ks.line)
 	ks.line = ks.line[:0]
-	ks.left(r)
-	ks.value, ks.tat, ks.off = kc.value, pair{w: kc.value.w, f: kc.value.f}, b.r-kc.now*1000
+	e.gaveBack(kc) // the key's value after the call (kc gives nothing back)
+	ks.off = b.r - kc.now*1000
 	if code < 0 {
-		st := stLimited
-		if r.op == opAcquire && r.dlBound {
-			st = stDeadline
-		}
-		e.finish(r, st, -code*1000, nil)
+		e.refuse(ks, r, code)
 	} else {
+		ks.left(r)
 		// Granted at Redis's now: due the moment the answer came, as
 		// answered would make its slot.
 		if e.cfg.onGrant != nil {
