@@ -186,16 +186,18 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		give, g = ks.value, ks.tat.sub(kc.give[len(kc.give)-1].start, e.q.c)
 	}
 	if len(kc.reqs) == 1 && len(kc.settles) == 0 && len(kc.give) == 0 {
-		kc.lean, kc.args = true, e.leanArgs(kc.reqs[0], now)
+		r := kc.reqs[0]
+		kc.lean, kc.args = true, e.leanArgs(r.cost, e.maxWait(r, now))
 		return
 	}
 	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs}
 }
 
-// leanArgs are the arguments of leanScript for r alone.
-func (e *engine) leanArgs(r *request, now int64) []any {
-	inc := e.q.ticks(r.cost)
-	return []any{packLean(e.q.c, e.q.tau.w, e.q.tau.f, 0, e.maxWait(r, now), inc.w, inc.f)}
+// leanArgs are the arguments of leanScript for one request of cost that
+// may wait mw µs (maxWait).
+func (e *engine) leanArgs(cost, mw int64) []any {
+	inc := e.q.ticks(cost)
+	return []any{packLean(e.q.c, e.q.tau.w, e.q.tau.f, 0, mw, inc.w, inc.f)}
 }
 
 // packLean packs leanScript's argument: C, tau (whole µs, ticks), the

@@ -197,14 +197,14 @@ func (e *engine) lone(r *request) int {
 // go-redis copies a call's arguments before it sends them, and a lone call
 // is the only one the direct path makes at a time.
 func (e *engine) loneArgs(r *request, now int64) []any {
+	mw := e.maxWait(r, now)
 	if e.cfg.serverNow != nil {
 		// The test hook writes the instant into the arguments, which a
 		// call that timed out may still be reading inside go-redis.
-		return e.leanArgs(r, now)
+		return e.leanArgs(r.cost, mw)
 	}
-	mw := e.maxWait(r, now)
 	if e.loneA == nil || r.cost != e.loneCost || mw != e.loneMW {
-		e.loneA, e.loneCost, e.loneMW = e.leanArgs(r, now), r.cost, mw
+		e.loneA, e.loneCost, e.loneMW = e.leanArgs(r.cost, mw), r.cost, mw
 	}
 	return e.loneA
 }
