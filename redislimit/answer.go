@@ -42,13 +42,18 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 		e.gaveBack(kc)
 	}
 	last := -1 // a GCRA call's last admission: the only grant a Refund can take back
-	if e.win == nil {
-		for i, code := range codes {
-			if code > 0 {
+	admitted := 0
+	for i, code := range codes {
+		if code > 0 {
+			admitted++
+			if e.win == nil {
 				last = i
 			}
 		}
 	}
+	// The call's slots in one allocation: under load one call admits
+	// dozens, and a slot lives about as long as the others of its call.
+	slab := make([]slot, admitted)
 	var prev int64
 	if n := len(ks.slots); n > 0 {
 		prev = ks.slots[n-1].at
@@ -60,7 +65,9 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 		case code > 0:
 			at := max(off+code*1000, prev)
 			prev = at
-			s := &slot{at: at, red: code, cost: r.cost, left: r.cost}
+			s := &slab[0]
+			slab = slab[1:]
+			*s = slot{at: at, red: code, cost: r.cost, left: r.cost}
 			if e.win != nil {
 				s.ep, s.id = kc.epoch, id
 				id++

@@ -93,7 +93,7 @@ type ident struct {
 }
 
 func (e *engine) newRequest(ctx context.Context, key string, o op, cost int64) *request {
-	r := &request{reply: make(chan struct{}, 1), key: key, op: o, cost: cost}
+	r := &request{reply: e.replies.Get().(chan struct{}), key: key, op: o, cost: cost}
 	if dl, ok := ctx.Deadline(); ok {
 		r.hasDL, r.deadline = true, int64(dl.Sub(e.epoch))
 	}
@@ -106,6 +106,7 @@ func (e *engine) newRequest(ctx context.Context, key string, o op, cost int64) *
 // held to the waiters behind it, and returns at once, without waiting for
 // the owner: a slow Redis never delays a cancellation.
 func (e *engine) await(ctx context.Context, r *request) {
+	defer e.replies.Put(r.reply)
 	var done <-chan struct{} // nil: the answer is sure to come
 	if e.closed.Load() {
 		done = e.done
