@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -193,19 +194,22 @@ func (e *engine) failed(kc *keyCall) {
 	}
 	for _, r := range kc.reqs {
 		ks.left(r)
-		if e.local != nil {
-			e.finish(r, stLocal, 0, nil)
-			continue
-		}
-		e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
+		e.finish(r, e.undecided(), 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
 	}
 	e.markDirty(ks)
-	var reply redis.Error
-	if e.cfg.probe > 0 && !errors.As(kc.err, &reply) {
-		// Redis itself is out of reach, not this key's call: spare the
-		// next callers the wait (WithProbeInterval).
-		e.downTill, e.downErr = e.now()+int64(e.cfg.probe), kc.err
+	if e.cfg.probe > 0 && outOfReach(kc.err) {
+		// Spare the next callers the wait (WithProbeInterval).
+		now := e.now()
+		e.downTill, e.downErr = now+min(int64(e.cfg.probe), math.MaxInt64-now), kc.err
 	}
+}
+
+// outOfReach reports whether a failed call's error says that Redis itself
+// is out of reach, rather than that it answered this key's call with an
+// error reply or with a reply the limiter could not read.
+func outOfReach(err error) bool {
+	var reply redis.Error
+	return !errors.As(err, &reply) && !errors.Is(err, errMalformed)
 }
 
 // abandon fails the waiters holding slots and drops the slots, which stay
@@ -215,11 +219,7 @@ func (e *engine) abandon(ks *keyState, slots []*slot, err error) {
 		if r.phase == phReserved && slices.Contains(slots, r.slot) {
 			r.slot.holders--
 			ks.left(r)
-			if e.local != nil {
-				e.finish(r, stLocal, 0, nil)
-			} else {
-				e.finish(r, stUnavailable, 0, err)
-			}
+			e.finish(r, e.undecided(), 0, err)
 		}
 	}
 	ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })

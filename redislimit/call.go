@@ -94,11 +94,7 @@ func (e *engine) failReady() {
 // unsent fails r, which Redis did not decide: it falls open, or fails
 // with an *UnavailableError.
 func (e *engine) unsent(r *request, key string, cause error) {
-	if e.local != nil {
-		e.finish(r, stLocal, 0, nil)
-		return
-	}
-	e.finish(r, stUnavailable, 0, &UnavailableError{Key: key, Cause: cause})
+	e.finish(r, e.undecided(), 0, &UnavailableError{Key: key, Cause: cause})
 }
 
 // prepare builds the key's script call, or returns nil if it has nothing
@@ -376,18 +372,18 @@ func read(c *redis.Cmd, n int) answer {
 		return answer{err: err}
 	}
 	if rest := len(v) - 16 - 8*n; rest != 0 && rest != valueLen {
-		return answer{err: fmt.Errorf("redislimit: malformed reply of %d bytes for %d requests", len(v), n)}
+		return answer{err: fmt.Errorf("%w of %d bytes for %d requests", errMalformed, len(v), n)}
 	}
 	now, ok0 := exactInt(v[:8])
 	gave, ok1 := exactInt(v[8:16])
 	if !ok0 || !ok1 || now < 0 || gave < 0 || gave > 1 {
-		return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
+		return answer{err: fmt.Errorf("%w %q", errMalformed, v)}
 	}
 	a := answer{now: now, gave: gave == 1, codes: make([]int64, n)}
 	for i := range a.codes {
 		x, ok := exactInt(v[16+8*i : 24+8*i])
 		if !ok {
-			return answer{err: fmt.Errorf("redislimit: malformed reply %q", v)}
+			return answer{err: fmt.Errorf("%w %q", errMalformed, v)}
 		}
 		a.codes[i] = x
 	}
@@ -396,6 +392,11 @@ func read(c *redis.Cmd, n int) answer {
 	}
 	return a
 }
+
+// errMalformed is the cause of a call whose reply the limiter could not
+// read. Redis answered, so it is not taken to be down (WithProbeInterval);
+// the script ran, so the outcome is unknown.
+var errMalformed = errors.New("redislimit: malformed reply")
 
 // valueLen is the length of a GCRA key's value: W, F, N and M as
 // little-endian float64s (scripts.go).
@@ -407,13 +408,13 @@ func parseValue(v string) (ident, error) {
 		return ident{}, nil
 	}
 	if len(v) != valueLen {
-		return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
+		return ident{}, fmt.Errorf("%w: value %q", errMalformed, v)
 	}
 	var n [4]int64
 	for i := range n {
 		x, ok := exactInt(v[8*i : 8*i+8])
 		if !ok || x < 0 {
-			return ident{}, fmt.Errorf("redislimit: malformed value %q", v)
+			return ident{}, fmt.Errorf("%w: value %q", errMalformed, v)
 		}
 		n[i] = x
 	}

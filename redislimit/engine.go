@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/bits"
+	"reflect"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
@@ -97,7 +98,7 @@ type engine struct {
 // newEngine starts the owner of a GCRA (win nil) or of a sliding window
 // (q then holds its limit as the burst, the most one request may cost).
 func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option) (*engine, error) {
-	if client == nil {
+	if client == nil || isNilPointer(client) {
 		return nil, invalid("nil redis client")
 	}
 	cfg := defaults()
@@ -110,7 +111,7 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 		cfg.clock = systemClock{}
 	}
 	e := &engine{cfg: cfg, client: client, q: q, win: win}
-	if cfg.openNum != 0 || cfg.openDen != 0 {
+	if cfg.open {
 		var err error
 		if e.local, err = localLimiter(q, win, cfg); err != nil {
 			return nil, err
@@ -134,6 +135,14 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 	e.labels = pprof.Labels("sluice.limiter", "redislimit")
 	go pprof.Do(context.Background(), e.labels, func(context.Context) { e.loop() })
 	return e, nil
+}
+
+// isNilPointer reports whether client is a nil pointer in an interface,
+// such as a (*redis.Client)(nil), which would pass a nil check and panic
+// at the first call.
+func isNilPointer(client redis.UniversalClient) bool {
+	v := reflect.ValueOf(client)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // localLimiter is the fail-open limiter: num/den of the rate and burst,
@@ -644,18 +653,40 @@ func (e *engine) acquire(ctx context.Context, name string, o op, cost int64) (*r
 	case stUnavailable:
 		return nil, r.err
 	case stLocal:
-		return nil, errFallBack
+		return nil, &fallBackError{cause: r.err}
 	}
 	return nil, permits.ErrClosed
 }
 
-// errFallBack tells acquire's callers to ask the local limiter.
-var errFallBack = errors.New("redislimit: fall back to the local limiter")
-
-// fallBack asks the fail-open limiter instead.
-func (e *engine) fallBack(ctx context.Context, o op, cost int64) (permits.Permit, error) {
-	if o == opTry {
-		return e.local.TryAcquire(cost)
+// undecided is the status of a request Redis did not decide: fail
+// closed, or fall open to the local limiter.
+func (e *engine) undecided() status {
+	if e.local != nil {
+		return stLocal
 	}
-	return e.local.Acquire(ctx, cost)
+	return stUnavailable
+}
+
+// fallBackError tells acquire's callers to ask the local limiter instead;
+// cause, an *UnavailableError, is why Redis did not decide.
+type fallBackError struct{ cause error }
+
+func (f *fallBackError) Error() string { return "redislimit: fall back to the local limiter" }
+
+// fallBack asks the fail-open limiter instead. A cost above the local
+// limiter's share of the burst fails with the cause, not with
+// permits.ErrCostExceedsCapacity: Redis can admit it, and will once it
+// answers again.
+func (e *engine) fallBack(ctx context.Context, o op, cost int64, cause error) (permits.Permit, error) {
+	var p permits.Permit
+	var err error
+	if o == opTry {
+		p, err = e.local.TryAcquire(cost)
+	} else {
+		p, err = e.local.Acquire(ctx, cost)
+	}
+	if errors.Is(err, permits.ErrCostExceedsCapacity) {
+		return p, cause
+	}
+	return p, err
 }

@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"context"
 	"errors"
+	"math"
 	"regexp"
 	"strconv"
 	"testing"
@@ -107,6 +108,22 @@ func TestWhileRedisIsDownRequestsFailWithoutACallUntilTheProbe(t *testing.T) {
 	})
 }
 
+// A probe interval too long to add to the clock holds as the longest.
+func TestAProbeIntervalOfCenturiesHolds(t *testing.T) {
+	s := redistest.Test(t)
+	c := s.Client(t, noRetries)
+	l := newLimiter(t, c, "probe-long", algorithms.PerSecond(100), 10, redislimit.WithProbeInterval(math.MaxInt64))
+	_, err := l.TryAcquire(1)
+	require.NoError(t, err)
+	s.Kill()
+	_, err = l.TryAcquire(1)
+	require.ErrorIs(t, err, redislimit.ErrUnavailable)
+	calls := l.Stats().Calls
+	_, err = l.Acquire(context.Background(), 1)
+	require.ErrorIs(t, err, redislimit.ErrUnavailable)
+	assert.Equal(t, calls, l.Stats().Calls, "no call within the probe interval")
+}
+
 func isDial(err error) bool {
 	var ue *redislimit.UnavailableError
 	return errors.As(err, &ue) && !ue.Unknown
@@ -122,11 +139,18 @@ func TestFailOpenUsesTheLocalShareWhileRedisIsDown(t *testing.T) {
 		require.NoError(t, err)
 	}
 	s.Kill()
+	// A cost above the local share's burst is one Redis admits: it fails
+	// as unavailable, not as a cost the limiter could never admit.
+	_, err := l.TryAcquire(5)
+	assert.ErrorIs(t, err, redislimit.ErrUnavailable)
+	assert.NotErrorIs(t, err, permits.ErrCostExceedsCapacity)
+	_, err = l.Acquire(context.Background(), 5)
+	assert.ErrorIs(t, err, redislimit.ErrUnavailable)
 	for range 2 {
 		_, err := l.TryAcquire(1)
 		require.NoError(t, err, "the local share's burst")
 	}
-	_, err := l.TryAcquire(1)
+	_, err = l.TryAcquire(1)
 	var rl *permits.RateLimitError
 	require.ErrorAs(t, err, &rl, "the local share is a limit too")
 	assert.Greater(t, rl.RetryAfter, time.Duration(0))
@@ -134,12 +158,12 @@ func TestFailOpenUsesTheLocalShareWhileRedisIsDown(t *testing.T) {
 	p, err := l.Acquire(context.Background(), 1)
 	require.NoError(t, err, "Acquire waits on the local share")
 	assert.Equal(t, int64(1), p.Cost())
-	assert.Equal(t, uint64(4), l.Stats().FellOpen)
+	assert.Equal(t, uint64(6), l.Stats().FellOpen)
 
 	require.NoError(t, s.Restart())
-	_, err = l.TryAcquire(1)
+	_, err = l.TryAcquire(5)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(4), l.Stats().FellOpen, "back on Redis")
+	assert.Equal(t, uint64(6), l.Stats().FellOpen, "back on Redis")
 }
 
 func TestASlowRedisTimesOutAndTheCallCountsAsConsumed(t *testing.T) {

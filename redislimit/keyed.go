@@ -2,7 +2,6 @@ package redislimit
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,8 +14,10 @@ import (
 // process using the same prefix, rate and burst. One owner serves every
 // key: each batch makes one script call per key with requests, pipelined
 // together; the hash tag puts each key in the slot of its own name, so a
-// Cluster spreads the keys and each call touches one slot. Each key has
-// its own FIFO line; keys never wait for each other.
+// Cluster spreads the keys and each call touches one slot (a prefix that
+// holds a hash tag of its own pins every key to that tag's slot instead:
+// Redis hashes the first {...} of a key). Each key has its own FIFO line;
+// keys never wait for each other.
 //
 // A Keyed is safe for concurrent use. Close it when done: it owns two
 // goroutines. It holds nothing for a key nobody is waiting on.
@@ -35,7 +36,7 @@ func NewKeyed(client redis.UniversalClient, prefix string, rate algorithms.Rate,
 			o.apply(&cfg)
 		}
 	}
-	if cfg.openNum != 0 || cfg.openDen != 0 {
+	if cfg.open {
 		return nil, invalid("NewKeyed does not support WithFailOpen")
 	}
 	q, err := newQuota(rate, burst)
@@ -62,10 +63,7 @@ func (k *Keyed) TryAcquire(key string, cost int64) (permits.Permit, error) {
 
 func (k *Keyed) acquire(ctx context.Context, key string, o op, cost int64) (permits.Permit, error) {
 	r, err := k.e.acquire(ctx, k.RedisKey(key), o, cost)
-	if errors.Is(err, errFallBack) {
-		return k.e.fallBack(ctx, o, cost)
-	}
-	if err != nil {
+	if err != nil { // a Keyed never falls open (NewKeyed)
 		return permits.Permit{}, err
 	}
 	return permits.NewPermit(r.cost, nil, nil), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -108,6 +109,36 @@ func TestConstructorsRefuseBadInput(t *testing.T) {
 			return err
 		},
 		"keyed nil client": func() error { _, err := redislimit.NewKeyed(nil, "p:", algorithms.PerSecond(1), 1); return err },
+		"nil *redis.Client": func() error {
+			_, err := redislimit.New((*redis.Client)(nil), "k", algorithms.PerSecond(1), 1)
+			return err
+		},
+		"keyed nil *redis.ClusterClient": func() error {
+			_, err := redislimit.NewKeyed((*redis.ClusterClient)(nil), "p:", algorithms.PerSecond(1), 1)
+			return err
+		},
+		"window nil *redis.Client": func() error {
+			_, err := redislimit.NewWindow((*redis.Client)(nil), "w", algorithms.PerMinute(10))
+			return err
+		},
+		// The script forms instants up to now + burst·interval: past 2^53
+		// µs the key's TAT could not be read back.
+		"burst spanning 262 years": func() error {
+			_, err := redislimit.New(c, "k", algorithms.PerHour(1), 2_300_000)
+			return err
+		},
+		"burst spanning 60 years": func() error {
+			_, err := redislimit.New(c, "k", algorithms.Every(30*365*24*time.Hour), 2)
+			return err
+		},
+		"fail open of zero of zero": func() error {
+			_, err := redislimit.New(c, "k", algorithms.PerSecond(1), 1, redislimit.WithFailOpen(0, 0))
+			return err
+		},
+		"keyed fail open of zero of zero": func() error {
+			_, err := redislimit.NewKeyed(c, "p:", algorithms.PerSecond(1), 1, redislimit.WithFailOpen(0, 0))
+			return err
+		},
 	} {
 		err := f()
 		assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, name)

@@ -101,8 +101,8 @@ func (l *Limiter) TryAcquireGrant(cost int64) (permits.Grant, error) {
 // through Redis, or the fail-open limiter's.
 func (e *engine) acquireGrant(issuer any, ctx context.Context, name string, o op, cost int64) (permits.Grant, error) {
 	r, err := e.acquire(ctx, name, o, cost)
-	if errors.Is(err, errFallBack) {
-		p, err := e.fallBack(ctx, o, cost)
+	if fb := (*fallBackError)(nil); errors.As(err, &fb) {
+		p, err := e.fallBack(ctx, o, cost, fb.cause)
 		return permits.Grant{Permit: p, At: e.cfg.clock.Now()}, err
 	}
 	if err != nil {

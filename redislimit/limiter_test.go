@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/redislimit/redistest"
 )
 
 func TestGrantsTheBurstThenReservesInOrderAtExactInstants(t *testing.T) {
@@ -93,4 +94,24 @@ func TestFailsFastWithoutSendingAnything(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, exists)
 	})
+}
+
+// The longest burst New accepts, at Redis's own clock: its TAT, 45 years
+// ahead, is written and read back exactly, and the next unit waits one
+// interval.
+func TestALongBurstKeepsDecidingAtRedisTime(t *testing.T) {
+	c := redistest.Test(t).Client(t)
+	l := newLimiter(t, c, "long", algorithms.PerHour(1), 400_000)
+	_, err := l.TryAcquire(400_000)
+	require.NoError(t, err)
+	for range 2 {
+		_, err = l.TryAcquire(1)
+		wait, ok := permits.RetryAfter(err)
+		require.True(t, ok, "%v", err)
+		assert.Greater(t, wait, time.Hour-time.Minute)
+		assert.LessOrEqual(t, wait, time.Hour)
+	}
+	ttl, err := c.PTTL(context.Background(), "long").Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, 45*365*24*time.Hour, "the key lives until its TAT")
 }

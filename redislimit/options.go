@@ -15,7 +15,8 @@ type config struct {
 	maxWait     time.Duration // < 0: no limit
 	maxBatch    int
 	probe       time.Duration // after a failed call, fail at once this long; <= 0: never
-	openNum     int64         // fail open to num/den of the rate; 0: fail closed
+	open        bool          // WithFailOpen was given: fail open to openNum/openDen of the rate
+	openNum     int64
 	openDen     int64
 	serverNow   func() int64            // tests: the instant, in µs, the script decides at
 	beforeCall  func()                  // tests: called by the caller goroutine before each batch
@@ -34,7 +35,10 @@ func (f optionFunc) apply(c *config) { f(c) }
 // then fails its requests with an *UnavailableError (fail-closed) whose
 // Cause is a *TimeoutError; its outcome is unknown, so its costs count as
 // consumed and nothing is sent again on its behalf. The default is one
-// second; d <= 0 keeps it.
+// second; d <= 0 keeps it. go-redis's own retries happen inside the call:
+// with its defaults a refused connection takes it about 1.7 s to report,
+// so a down server fails as a timeout unless the client has fewer retries
+// (MaxRetries: -1, DialerRetries: 1) or d is longer.
 func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {
@@ -78,7 +82,7 @@ func WithProbeInterval(d time.Duration) Option {
 // such requests fail with an error matching ErrUnavailable. num and den
 // must satisfy 0 < num <= den, or the constructor fails.
 func WithFailOpen(num, den int64) Option {
-	return optionFunc(func(c *config) { c.openNum, c.openDen = num, den })
+	return optionFunc(func(c *config) { c.open, c.openNum, c.openDen = true, num, den })
 }
 
 // WithClock replaces package time for the owner's timer and the local

@@ -3,9 +3,13 @@ package redislimit
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -99,3 +103,30 @@ func FuzzReadReply(f *testing.F) {
 		f.Fatal("an integer reply read as a packed one")
 	}
 }
+
+// A reply the limiter cannot read comes from a Redis that answered: it
+// fails the call, outcome unknown (the script ran), but does not take
+// Redis for down, as a refused dial or a timeout does.
+func TestAReplyThatCannotBeReadDoesNotTakeRedisForDown(t *testing.T) {
+	c := redis.NewCmd(context.Background())
+	c.SetVal(packFloats(1796083200000000, 0, 1796083200000000) + "short")
+	a := read(c, 1)
+	if !errors.Is(a.err, errMalformed) || outOfReach(a.err) || !outcomeUnknown(a.err) {
+		t.Fatalf("malformed reply: %v, out of reach %v, unknown %v", a.err, outOfReach(a.err), outcomeUnknown(a.err))
+	}
+	if _, err := parseValue(strings.Repeat("x", valueLen)); !errors.Is(err, errMalformed) || outOfReach(err) {
+		t.Fatalf("malformed value: %v", err)
+	}
+	if !outOfReach(&TimeoutError{After: time.Second}) || !outOfReach(&net.OpError{Op: "dial", Err: errors.New("refused")}) {
+		t.Fatal("a timeout and a refused dial say Redis is out of reach")
+	}
+	if outOfReach(fmt.Errorf("wrapped: %w", errorReply("ERR sluice: k does not hold a sluice TAT"))) {
+		t.Fatal("an error reply is Redis answering")
+	}
+}
+
+// errorReply is a redis.Error, as go-redis returns for an error reply.
+type errorReply string
+
+func (e errorReply) Error() string { return string(e) }
+func (errorReply) RedisError()     {}

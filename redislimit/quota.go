@@ -26,6 +26,13 @@ type pair struct{ w, f int64 }
 // maxExact is 2^53: Lua's numbers are doubles, exact for integers below.
 const maxExact = 1 << 53
 
+// horizon is the start of the year 2200 in µs since 1970: the latest
+// Redis instant up to which every quota newQuota accepts decides exactly.
+// The script forms instants up to now + tau (a key's TAT), so tau must
+// stay below maxExact - horizon, about 55 years; a burst spanning longer
+// would write a TAT the next call could not read.
+const horizon = 7_258_118_400_000_000
+
 func newQuota(rate algorithms.Rate, burst int64) (quota, error) {
 	if err := rate.Validate(); err != nil {
 		return quota{}, err
@@ -45,8 +52,8 @@ func newQuota(rate algorithms.Rate, burst int64) (quota, error) {
 		return quota{}, invalid("rate %v: the emission interval cannot be kept exact in microseconds", rate)
 	}
 	hi, span := bits.Mul64(uint64(burst), uint64(p))
-	if hi != 0 || span >= maxExact {
-		return quota{}, invalid("burst %d at %v spans too long for Redis's integer arithmetic (burst·interval must stay below 2^53 ticks)", burst, rate)
+	if hi != 0 || span >= maxExact || span/uint64(c)+1 >= maxExact-horizon {
+		return quota{}, invalid("burst %d at %v spans too long for Redis's integer arithmetic (burst·interval must stay below 2^53 ticks and 55 years)", burst, rate)
 	}
 	q := quota{rate: rate, burst: burst, p: p, c: c}
 	q.tau = q.ticks(burst)

@@ -250,7 +250,7 @@ func readWindow(c *redis.Cmd, s, n int) answer {
 		return answer{err: err}
 	}
 	if len(res) != 4+s+n {
-		return answer{err: fmt.Errorf("redislimit: malformed reply of %d values for %d settlements and moves and %d requests", len(res), s, n)}
+		return answer{err: fmt.Errorf("%w of %d values for %d settlements and moves and %d requests", errMalformed, len(res), s, n)}
 	}
 	a := answer{codes: make([]int64, s+n)}
 	var ok [4]bool
@@ -259,12 +259,12 @@ func readWindow(c *redis.Cmd, s, n int) answer {
 	a.first, ok[2] = res[2].(int64)
 	a.hold, ok[3] = res[3].(int64)
 	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
-		return answer{err: fmt.Errorf("redislimit: malformed reply %v", res[:4])}
+		return answer{err: fmt.Errorf("%w %v", errMalformed, res[:4])}
 	}
 	for i, v := range res[4:] {
 		x, ok := v.(int64)
 		if !ok {
-			return answer{err: fmt.Errorf("redislimit: malformed reply value %v", v)}
+			return answer{err: fmt.Errorf("%w value %v", errMalformed, v)}
 		}
 		a.codes[i] = x
 	}
