@@ -78,9 +78,11 @@ func WithProbeInterval(d time.Duration) Option {
 // WithFailOpen makes the limiter fall back, for each request Redis cannot
 // decide, to a limiter in this process that admits num/den of the rate and
 // of the burst (at least 1): with N processes sharing a quota, 1/N each
-// keeps them within it while Redis is down. The default is fail-closed:
-// such requests fail with an error matching ErrUnavailable. num and den
-// must satisfy 0 < num <= den, or the constructor fails.
+// keeps them within it while Redis is down. A cost above the share's
+// burst fails with the *UnavailableError, since Redis could admit it. The
+// default is fail-closed: such requests fail with an error matching
+// ErrUnavailable. num and den must satisfy 0 < num <= den, or the
+// constructor fails.
 func WithFailOpen(num, den int64) Option {
 	return optionFunc(func(c *config) { c.open, c.openNum, c.openDen = true, num, den })
 }
