@@ -10,7 +10,10 @@ import "time"
 // script call on its own goroutine, applies the answer and lets go. A lone
 // caller then pays what one script call costs and no goroutine hand-off,
 // like a limiter without an owner; callers that come meanwhile queue in
-// the inbox as usual, and the owner takes over from there.
+// the inbox as usual, and the owner takes over from there. A round that
+// leaves a waiter reserved (slots nobody held, from an earlier call, dealt
+// to the requests it took in) hands its call to a worker instead and arms
+// the owner's timer (schedule): a slow call must not hold that grant back.
 //
 // Only callers whose context cannot be cancelled (TryAcquire, and Acquire
 // with a context whose Done is nil) take it: a goroutine inside go-redis
@@ -80,7 +83,6 @@ func (e *engine) direct(r *request) bool {
 	if r.op == opAcquire {
 		e.waiting.Add(1)
 	}
-	e.directs.Add(1)
 	switch e.lone(r) {
 	case loneGone:
 		return true // the batch timed out: the owner has it, and the state
@@ -227,6 +229,7 @@ func (e *engine) loneArgs(r *request, now int64) []any {
 // deadline to watch yet and gone back to sleep; it is woken again once
 // there is one.
 func (e *engine) execInline(b *batch, others bool) bool {
+	e.directs.Add(1)
 	e.stampArgs(b)
 	b.due = time.Now().Add(e.cfg.callTimeout)
 	e.inline.Store(b)

@@ -3,10 +3,13 @@ package redislimit_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,8 +20,8 @@ import (
 	"github.com/sluicehq/sluice/redislimit/redistest"
 )
 
-// These tests, on the real clock against a paused server, are of the
-// direct path's hand-overs (direct.go) when its call is stuck.
+// These tests are of the direct path's hand-overs (direct.go): most on
+// the real clock against a paused server, when its call is stuck.
 
 // hookClock is package time, running a hook once, on the next Now.
 type hookClock struct{ hook atomic.Pointer[func()] }
@@ -144,4 +147,128 @@ func TestALimiterKeepsTheStateOfAKeyWrittenAsText(t *testing.T) {
 	require.True(t, ok, "stored packed")
 	assert.Equal(t, tat+time.Minute.Microseconds(), w)
 	assert.Equal(t, int64(8), n)
+}
+
+// spareSlots leaves l's owner idle (tok free) with two slots nobody holds,
+// due at 300 and 400 ms after begin, that cannot be given back because
+// another process (l2) wrote the key since: rate 10/s, burst 1. It returns
+// at 250 ms. The waiters it used are done.
+func spareSlots(t *testing.T, l, l2 *redislimit.Limiter) (begin time.Time) {
+	begin = time.Now()
+	_, err := l.TryAcquire(1) // the burst, at 0
+	require.NoError(t, err)
+	var cancels [4]context.CancelFunc
+	var outs [4]<-chan outcome
+	for i := range 4 { // reserved at 100, 200, 300, 400 ms
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels[i] = cancel
+		outs[i] = start(begin, func() error { _, err := l.Acquire(ctx, 1); return err })
+		synctest.Wait()
+	}
+	other := start(begin, func() error { _, err := l2.Acquire(context.Background(), 1); return err }) // 500 ms, writes the key
+	synctest.Wait()
+	cancels[3]() // its slot is trailing, but the give-back finds the key written
+	synctest.Wait()
+	cancels[2]()
+	synctest.Wait()
+	for i := range 2 {
+		o := <-outs[i]
+		require.NoError(t, o.err)
+	}
+	for i := 2; i < 4; i++ {
+		assert.Error(t, (<-outs[i]).err)
+	}
+	time.Sleep(250*time.Millisecond - time.Since(begin))
+	synctest.Wait()
+	t.Cleanup(func() { <-other })
+	return begin
+}
+
+// A waiter that takes a reservation in a lone caller's round on the direct
+// path is granted at its slot's instant even while the script call that
+// round makes (for a third request) is slow: a slow Redis never delays a
+// grant already reserved. The round leaves its call to a worker and arms
+// the owner's timer, as the owner's own round does.
+func TestAReservedGrantIsNotDelayedByADirectCall(t *testing.T) {
+	inBubble(t, func(t *testing.T, c *redis.Client) {
+		var holding atomic.Bool
+		g := newGate()
+		clk := &hookClock{}
+		l := vlimiter(t, c, "spare", algorithms.PerSecond(10), 1, redislimit.WithClock(clk),
+			redislimit.WithBeforeCall(func() {
+				if holding.Load() {
+					g.hold()
+				}
+			}))
+		l2 := vlimiter(t, c, "spare", algorithms.PerSecond(10), 1)
+		begin := spareSlots(t, l, l2)
+		st0 := l.Stats()
+
+		var y, x <-chan outcome
+		hook := func() {
+			// On the lone caller's goroutine, holding the state, before its
+			// round takes the inbox.
+			y = start(begin, func() error { _, err := l.Acquire(context.Background(), 1); return err })
+			for l.Stats().Waiting < 2 {
+				runtime.Gosched()
+			}
+			x = start(begin, func() error { _, err := l.Acquire(context.Background(), 1); return err })
+			for l.Stats().Waiting < 3 {
+				runtime.Gosched()
+			}
+		}
+		holding.Store(true)
+		clk.hook.Store(&hook)
+		cOut := start(begin, func() error { _, err := l.Acquire(context.Background(), 1); return err })
+		call := g.next() // the call for x, made by the lone caller's round: held (a slow Redis)
+		require.NotNil(t, x, "y and x came while the lone caller held the state")
+		assert.Equal(t, st0.Direct, l.Stats().Direct, "the round left its call to a worker")
+
+		time.Sleep(450*time.Millisecond - time.Since(begin))
+		synctest.Wait()
+		select {
+		case o := <-y:
+			assert.NoError(t, o.err)
+			assert.Equal(t, 400*time.Millisecond, o.at, "granted at its slot")
+			y = nil
+		default:
+			t.Errorf("at %v the waiter holding the slot due at 400ms is not yet granted: it waits for the direct caller's call", time.Since(begin))
+		}
+		holding.Store(false)
+		close(call)
+		o := <-cOut
+		assert.NoError(t, o.err)
+		t.Logf("the direct caller, holding the slot due at 300ms, was granted at %v", o.at)
+		if y != nil {
+			o := <-y
+			t.Logf("the waiter holding the slot due at 400ms was granted at %v (%v)", o.at, o.err)
+		}
+		<-x
+	})
+}
+
+// Stats.Direct counts "requests whose caller made the script call itself"
+// (limiter.go). While Redis is taken to be down (WithProbeInterval), a lone
+// caller takes the state but fails without any call: Calls stays put, and
+// so should Direct.
+func TestDirectCountsOnlyTheCallsCallersMade(t *testing.T) {
+	s := redistest.Test(t)
+	synctest.Test(t, func(t *testing.T) {
+		c := s.NewClient(noRetries)
+		t.Cleanup(func() { c.Close() })
+		l := vlimiter(t, c, "direct-probe", algorithms.PerSecond(100), 10, redislimit.WithProbeInterval(time.Second))
+		_, err := l.TryAcquire(1)
+		require.NoError(t, err)
+		s.Kill()
+		_, err = l.TryAcquire(1)
+		require.ErrorIs(t, err, redislimit.ErrUnavailable)
+		st0 := l.Stats()
+		for range 3 {
+			_, err = l.TryAcquire(1)
+			require.ErrorIs(t, err, redislimit.ErrUnavailable)
+		}
+		st := l.Stats()
+		assert.Equal(t, st0.Calls, st.Calls, "no call within the probe interval")
+		assert.Equal(t, st0.Direct, st.Direct, "no caller made a script call")
+	})
 }

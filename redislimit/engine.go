@@ -337,9 +337,10 @@ const (
 )
 
 // schedule deals out freed slots, grants every due waiter, starts the
-// next batch if none is under way (on a worker, or on the calling
-// goroutine with onCallerInline, which then returns it for the caller to
-// make), and keeps the one timer armed for the earliest slot still ahead,
+// next batch if none is under way (on a worker, or with onCallerInline
+// and no slot ahead, on the calling goroutine: schedule then returns it
+// for the caller to make), and keeps the one timer armed for the earliest
+// slot still ahead,
 // from a fresh clock reading. The clock is read again after every pass, so
 // that a pass that took long grants what fell due meanwhile before the
 // owner sleeps.
@@ -361,7 +362,10 @@ func (e *engine) schedule(on int) *batch {
 			}
 			b = e.dispatch(now)
 		}
-		if b != nil && on == onCallerInline {
+		if b != nil && on == onCallerInline && wake == 0 {
+			// The caller makes the call only when no reserved waiter
+			// falls due meanwhile: the owner's timer grants those, and a
+			// slow call must not hold them back.
 			return b
 		}
 		if b != nil {
