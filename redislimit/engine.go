@@ -457,9 +457,9 @@ func (e *engine) arrive(r *request, now int64) {
 	switch r.op {
 	case opRefund, opSettle, opPause:
 		if r.op == opPause {
+			// It holds here once Redis holds it (settled): a Pause whose
+			// call fails changes nothing.
 			r.actual = e.redisMicros(ks, r.until)
-			ks.hold = max(ks.hold, r.actual)
-			e.holdBack(ks)
 		}
 		ks.refunds = append(ks.refunds, r)
 		e.markReady(ks)
@@ -543,8 +543,8 @@ func (e *engine) forget(ks *keyState) {
 	}
 }
 
-// shutdown fails every waiter with ErrClosed, takes the batch under way
-// from its worker (whose late answer is then dropped), and stops the
+// shutdown takes the batch under way from its worker (whose late answer
+// is then dropped), fails every waiter with ErrClosed, and then stops the
 // workers, waiting for any still inside go-redis.
 func (e *engine) shutdown(b *batch) {
 	if e.timer != nil {
@@ -554,7 +554,6 @@ func (e *engine) shutdown(b *batch) {
 	if b == nil && e.busy != nil && !e.busy.state.CompareAndSwap(bPending, bClosed) {
 		b = <-e.results // a worker or the timeout answered just now
 	}
-	e.workers.close()
 	for _, ks := range e.keys {
 		for _, r := range ks.line {
 			e.finish(r, stClosed, 0, nil)
@@ -580,6 +579,9 @@ func (e *engine) shutdown(b *batch) {
 	for r := arrivals; r != nil; r = r.next {
 		e.finish(r, stClosed, 0, nil)
 	}
+	// Last: a worker stuck inside go-redis returns only when go-redis
+	// does, and the waiters must not wait for it.
+	e.workers.close()
 	if e.local != nil {
 		e.local.Close()
 	}
@@ -600,10 +602,33 @@ func (e *engine) close() {
 // through the offset the key's latest call measured, or the local wall
 // clock before any.
 func (e *engine) redisMicros(ks *keyState, t time.Time) int64 {
+	var us int64
 	if ks.off == 0 {
-		return (t.UnixNano() + 999) / 1000
+		us = t.UnixMicro()
+		if t.Nanosecond()%1000 != 0 {
+			us++
+		}
+	} else {
+		// (d - off) / 1000 rounded up, in µs so as not to overflow: t may
+		// be centuries ahead (a pause "for ever"), and Sub saturates.
+		d := int64(t.Sub(e.epoch))
+		dq, dr := floorDivMod(d, 1000)
+		oq, or := floorDivMod(ks.off, 1000)
+		us = dq - oq
+		if dr > or {
+			us++
+		}
 	}
-	return (int64(t.Sub(e.epoch)) - ks.off + 999) / 1000
+	return min(us, maxExact-1)
+}
+
+// floorDivMod returns a/b rounded down and the remainder, in [0, b).
+func floorDivMod(a, b int64) (int64, int64) {
+	q, r := a/b, a%b
+	if r < 0 {
+		q, r = q-1, r+b
+	}
+	return q, r
 }
 
 // check refuses at once what no owner should see.

@@ -11,6 +11,7 @@ type keyState struct {
 	line     []*request
 	slots    []*slot
 	refunds  []*request // Refunds to send, one per call
+	trims    []trim     // a window's: events granted to a waiter of a smaller cost
 	acquires int        // Acquires in line
 	pending  int        // requests in line not yet sent
 	inflight bool       // a call for this key is under way
@@ -29,6 +30,12 @@ type keyState struct {
 	// admitted before it is dealt or granted here (holdBack).
 	hold int64
 }
+
+// trim is a window's event granted to a waiter that costs less than the
+// event was admitted for (a reservation handed on): the next call takes
+// the event down to the holder's cost, which is always safe, so that the
+// window counts what was granted.
+type trim struct{ ep, id, cost int64 }
 
 // slot is capacity Redis admitted at one instant for this process: a
 // reservation, or a grant on arrival (an instant already come).
@@ -67,7 +74,7 @@ func (ks *keyState) left(r *request) {
 
 // idle reports whether the owner holds nothing for the key.
 func (ks *keyState) idle() bool {
-	return len(ks.line) == 0 && len(ks.slots) == 0 && len(ks.refunds) == 0 && !ks.inflight
+	return len(ks.line) == 0 && len(ks.slots) == 0 && len(ks.refunds) == 0 && len(ks.trims) == 0 && !ks.inflight
 }
 
 // spare reports whether some slot has room nobody is dealt, so that a
@@ -229,13 +236,25 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 			e.cfg.onGrant(s.red, r.cost)
 		}
 		if e.win != nil {
-			s.used = true
 			r.ticket = ident{w: s.ep, n: s.id, ok: true}
 		}
 		// If its caller gave up at this very instant, the cancellation
-		// finds it gone; the room it leaves is due, so nobody else can
-		// take it.
-		e.finish(r, stGranted, s.at, nil)
+		// finds it gone. A GCRA's room it leaves is due, so nobody else can
+		// take it; a window's stays counted in Redis for a whole window
+		// unless it is dealt out again or given back.
+		if !e.finish(r, stGranted, s.at, nil) {
+			if e.win != nil {
+				e.markDirty(ks)
+			}
+			continue
+		}
+		if e.win != nil {
+			s.used = true
+			if s.cost > r.cost {
+				ks.trims = append(ks.trims, trim{ep: s.ep, id: s.id, cost: r.cost})
+				e.markReady(ks)
+			}
+		}
 	}
 	ks.line = slices.Delete(ks.line, 0, n)
 	for _, r := range ks.line {

@@ -145,6 +145,10 @@ func (w *Window) Settle(g permits.Grant, actual int64) error {
 	if actual < 0 {
 		return permits.InvalidCost(actual)
 	}
+	// An event of the limit or more fills every window that holds it, so
+	// more than the limit changes nothing, and the script's sums stay
+	// exact.
+	actual = min(actual, w.e.win.limit)
 	r, ok := w.settlement(g, opSettle, actual)
 	if !ok {
 		return permits.ErrUnknownGrant
@@ -204,10 +208,13 @@ func (w *Window) settlement(g permits.Grant, o op, actual int64) (*request, bool
 // process does the same with its next call for the key, whose answer
 // carries the pause. until is taken at
 // Redis's clock through the offset the key's latest call measured (the
-// local wall clock before any call). Pause waits for Redis's answer; it
-// fails with permits.ErrClosed once the Window is closed, and with an
-// error matching ErrUnavailable when Redis cannot be asked. An until
-// already past changes nothing.
+// local wall clock before any call). Pause waits for Redis's answer, and
+// holds in this process from then on; it fails with permits.ErrClosed
+// once the Window is closed, and with an error matching ErrUnavailable
+// when Redis cannot be asked, which changes nothing. An until already
+// past changes nothing. Once Redis holds a pause, every later call this
+// process makes for the key carries it again, so that a pause Redis loses
+// (a restart without persistence, a failover, an eviction) is restored.
 func (w *Window) Pause(until time.Time) error {
 	if w.e.closed.Load() {
 		return permits.ErrClosed
@@ -251,7 +258,17 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		}
 		buf = appendEntry(buf, ep, id, amount, fin)
 	}
-	hold := int64(0)
+	// Every call carries the pause this process holds, which Redis told
+	// it of: Redis may have lost it since (a restart, a failover, an
+	// eviction), and would then admit before it what this process sends
+	// back for it (holdBack), call after call, until the pause is over.
+	hold := ks.hold
+	// Trims go before the callers' Settles and Refunds: one of the same
+	// event in the same call then has the last word.
+	for _, t := range ks.trims {
+		entry(t.ep, t.id, t.cost, false)
+	}
+	kc.trims, ks.trims = len(ks.trims), nil
 	for _, r := range ks.refunds {
 		if r.op == opPause {
 			kc.pauses = append(kc.pauses, r)
@@ -275,7 +292,7 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	// due within two round trips, whose waiter would be granted late: a
 	// waiter is not granted until the answer says where its slot is.
 	buf = buf[:0]
-	going := len(kc.reqs) > 0 || len(kc.settles) > 0 || len(kc.give) > 0 || len(kc.pauses) > 0
+	going := len(kc.reqs) > 0 || len(kc.settles) > 0 || len(kc.give) > 0 || len(kc.pauses) > 0 || kc.trims > 0
 	for _, s := range ks.slots {
 		if !going || len(kc.moves) == maxMoves {
 			break
@@ -316,9 +333,10 @@ func (e *engine) settled(kc *keyCall) []int64 {
 	if kc.hold > ks.hold {
 		ks.hold = kc.hold // a pause, this process's or another's: see holdBack
 	}
+	codes := kc.codes[kc.trims:] // a trim refused was settled by its holder first
 	for i, r := range kc.settles {
 		st := stKept
-		switch kc.codes[i] {
+		switch codes[i] {
 		case 1:
 			st = stRefunded
 			e.refunded.Add(1)
@@ -329,7 +347,7 @@ func (e *engine) settled(kc *keyCall) []int64 {
 	}
 	n := len(kc.settles)
 	for i, s := range kc.give {
-		if kc.codes[n+i] == 1 {
+		if codes[n+i] == 1 {
 			e.givenBack.Add(uint64(s.cost))
 		}
 	}
@@ -337,8 +355,8 @@ func (e *engine) settled(kc *keyCall) []int64 {
 		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
 	}
 	n += len(kc.give)
-	e.moved(kc, kc.codes[n:n+len(kc.moves)])
-	return kc.codes[n+len(kc.moves):]
+	e.moved(kc, codes[n:n+len(kc.moves)])
+	return codes[n+len(kc.moves):]
 }
 
 // moved applies the answers to a window's moves: a reservation that moved
