@@ -34,6 +34,11 @@ func (l *Limiter) SetRate(rate algorithms.Rate) error { return l.tune(rate, 0) }
 // matching permits.ErrCostExceedsCapacity. Windows have no burst: it fails
 // with ErrNotTunable.
 func (l *Limiter) SetBurst(burst int64) error {
+	if !l.rate.hasBurst() {
+		// A window refuses every burst alike, whatever its value: the
+		// owner asks it for one it could hold, and it says it has none.
+		return l.tune(algorithms.Rate{}, 1)
+	}
 	if burst < 1 {
 		return fmt.Errorf("%w: burst must be positive, got %d", algorithms.ErrInvalidConfig, burst)
 	}

@@ -133,6 +133,16 @@ func (tl *timeline) at(now time.Time) (n, shift int64) {
 		return 0, 0
 	}
 	d := now.Sub(tl.origin) // saturates at about ±292 years
+	if d == math.MaxInt64 {
+		// Too far ahead to measure: the loop below would step 255 years
+		// at a time, for as long as the gap is (from a forged instant
+		// billions of years away, hundreds of millions of steps). The gap
+		// is beyond anything an algorithm keeps (maxSpan), so all it
+		// keeps is in the past, as after the loop: the origin farInstant/2
+		// before now, and the shift saturated.
+		tl.origin, tl.last = now.Add(-farInstant/2), farInstant/2
+		return tl.last, math.MaxInt64
+	}
 	for d > farInstant {
 		// Keep the latest farInstant/2 before now representable: what an
 		// algorithm keeps lies at most maxSpan (< farInstant/2) in the past.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -131,10 +132,10 @@ func ParsePolicies(fields ...string) ([]Policy, error) {
 		}
 		if v, ok := it.params["w"]; ok {
 			w, err := nonNegative(v, "w")
-			if err != nil || w == 0 || uint64(w) > maxSeconds {
+			if err != nil || w == 0 {
 				return nil, fmt.Errorf("%w: policy %q: w must be a positive number of seconds", ErrMalformed, it.name)
 			}
-			p.Window = time.Duration(w) * time.Second
+			p.Window = seconds(uint64(w)) // a window too long for a Duration is the longest
 		}
 		if v, ok := it.params["qu"]; ok {
 			if v.kind != kString {
@@ -167,10 +168,10 @@ func ParseServiceLimits(fields ...string) ([]ServiceLimit, error) {
 		}
 		if v, ok := it.params["t"]; ok {
 			t, err := nonNegative(v, "t")
-			if err != nil || uint64(t) > maxSeconds {
+			if err != nil {
 				return nil, fmt.Errorf("%w: limit %q: t must be a number of seconds", ErrMalformed, it.name)
 			}
-			l.Reset = time.Duration(t) * time.Second
+			l.Reset = seconds(uint64(t)) // a reset too far for a Duration is the farthest
 		}
 		out = append(out, l)
 	}
@@ -184,10 +185,14 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-		return time.Duration(min(n, maxSeconds)) * time.Second, true
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err == nil || errors.Is(err, strconv.ErrRange) {
+		// delay-seconds is any run of digits: too many for 64 bits is a
+		// wait longer than a Duration holds.
+		return seconds(n), true
 	}
-	if t, err := time.Parse(time.RFC1123, v); err == nil && strings.HasSuffix(v, " GMT") {
+	// The three forms of HTTP-date a recipient must accept (RFC 9110).
+	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
@@ -195,6 +200,9 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // maxSeconds bounds the seconds a duration here can hold.
 const maxSeconds = math.MaxInt64 / uint64(time.Second)
+
+// seconds is n seconds, or the longest Duration of whole seconds.
+func seconds(n uint64) time.Duration { return time.Duration(min(n, maxSeconds)) * time.Second }
 
 func nonNegative(v bare, name string) (int64, error) {
 	if v.kind != kInteger || v.i < 0 {
@@ -341,6 +349,9 @@ func (p *parser) number() (bare, error) {
 	start := p.i
 	if p.s[p.i] == '-' {
 		p.i++
+	}
+	if p.i == len(p.s) || !isDigit(p.s[p.i]) {
+		return bare{}, malformed(p, "bad number") // a digit comes first (RFC 8941)
 	}
 	digits, dot := 0, -1
 	for p.i < len(p.s) {

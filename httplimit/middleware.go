@@ -153,12 +153,16 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // decide asks the limiter, the Quota with it when the limiter tells it.
 func (m *middleware) decide(r *http.Request, k string, cost int64) (permits.Quota, error) {
 	if !m.cfg.wait || m.cfg.maxWait == 0 {
-		if m.ql != nil {
-			_, q, err := m.ql.TryAcquireQuota(k, cost)
+		return m.try(k, cost)
+	}
+	if m.cfg.maxWait > 0 {
+		// Room that is free is granted whatever the bound: a bound of a
+		// few ns could end before the limiter looks, and a limiter fails a
+		// done context even when it has room. A TryAcquire never passes a
+		// waiter, so asking first jumps no queue.
+		if q, err := m.try(k, cost); !errors.Is(err, permits.ErrRateLimited) {
 			return q, err
 		}
-		_, err := m.lim.TryAcquire(k, cost)
-		return permits.Quota{}, err
 	}
 	ctx := r.Context()
 	if m.cfg.maxWait >= 0 {
@@ -171,6 +175,16 @@ func (m *middleware) decide(r *http.Request, k string, cost int64) (permits.Quot
 		return q, err
 	}
 	_, err := m.lim.Acquire(ctx, k, cost)
+	return permits.Quota{}, err
+}
+
+// try asks the limiter without waiting.
+func (m *middleware) try(k string, cost int64) (permits.Quota, error) {
+	if m.ql != nil {
+		_, q, err := m.ql.TryAcquireQuota(k, cost)
+		return q, err
+	}
+	_, err := m.lim.TryAcquire(k, cost)
 	return permits.Quota{}, err
 }
 

@@ -169,7 +169,7 @@ func TestARealServerHostileFields(t *testing.T) {
 		{"a reset in 2100", []string{"X-Ratelimit-Remaining-Tokens", "0", "X-Ratelimit-Reset-Tokens", "4102444800"}, "", false},
 		{"an overflowing RateLimit", []string{"RateLimit", `"a";r=0;t=99999999999999999999`}, "", true},
 		{"a negative Retry-After", []string{"Retry-After", "-1"}, "", true},
-		{"a Retry-After of 100 KB", []string{"Retry-After", strings.Repeat("9", 100_000)}, "", true},
+		{"a Retry-After of 100 KB", []string{"Retry-After", strings.Repeat("9", 100_000)}, "", false},
 		{"a thousand exhausted quotas without resets", many, "", true},
 		{"a control character", []string{"RateLimit", "\"a\";r=0;t=1\x7f"}, "", true},
 		{"a body of 4 MB", []string{"Retry-After", "0"}, strings.Repeat("z", 4<<20), true},

@@ -216,10 +216,12 @@ func (e *attemptError) discard() {
 		return
 	}
 	e.discarded = true
-	stop := time.AfterFunc(drainTimeout, e.cancel) // a body that trickles is cut off
-	_, _ = io.CopyN(io.Discard, e.resp.Body, maxDrain)
-	stop.Stop()
-	_ = e.resp.Body.Close()
+	if body := e.resp.Body; body != nil { // a RoundTripper may leave it nil, as http.Client allows
+		stop := time.AfterFunc(drainTimeout, e.cancel) // a body that trickles is cut off
+		_, _ = io.CopyN(io.Discard, body, maxDrain)
+		stop.Stop()
+		_ = body.Close()
+	}
 	e.permit.Release()
 	e.cancel()
 }

@@ -58,7 +58,7 @@ func RetryAfter(err error) (time.Duration, bool) {
 		return r.d, true
 	}
 	var rl *RateLimitError
-	if errors.As(err, &rl) {
+	if errors.As(err, &rl) && rl != nil {
 		return rl.RetryAfter, true
 	}
 	return 0, false

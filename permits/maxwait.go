@@ -54,16 +54,18 @@ type maxWait struct {
 }
 
 func (m maxWait) Acquire(ctx context.Context, cost int64) (Permit, error) {
-	if m.d == 0 {
-		// No wait at all: a context that is already done would fail even
-		// a free permit, so ask without one.
-		if err := ctx.Err(); err != nil {
-			return Permit{}, err
-		}
-		return m.lim.TryAcquire(cost)
+	// Room that is free is granted whatever the bound: with no wait at
+	// all, or a bound of a few ns that could end before the limiter looks
+	// (a limiter fails a done context even when it has room). A
+	// TryAcquire never passes a waiter, so asking first jumps no queue.
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
 	}
-	var p Permit
-	err := bounded(ctx, m.d, func(ctx context.Context) (err error) {
+	p, err := m.lim.TryAcquire(cost)
+	if m.d == 0 || !errors.Is(err, ErrRateLimited) {
+		return p, err
+	}
+	err = bounded(ctx, m.d, func(ctx context.Context) (err error) {
 		p, err = m.lim.Acquire(ctx, cost)
 		return err
 	})
@@ -78,14 +80,14 @@ type maxWaitRefunder struct {
 }
 
 func (m maxWaitRefunder) AcquireGrant(ctx context.Context, cost int64) (Grant, error) {
-	if m.d == 0 {
-		if err := ctx.Err(); err != nil {
-			return Grant{}, err
-		}
-		return m.ref.TryAcquireGrant(cost)
+	if err := ctx.Err(); err != nil { // as Acquire
+		return Grant{}, err
 	}
-	var g Grant
-	err := bounded(ctx, m.d, func(ctx context.Context) (err error) {
+	g, err := m.ref.TryAcquireGrant(cost)
+	if m.d == 0 || !errors.Is(err, ErrRateLimited) {
+		return g, err
+	}
+	err = bounded(ctx, m.d, func(ctx context.Context) (err error) {
 		g, err = m.ref.AcquireGrant(ctx, cost)
 		return err
 	})
