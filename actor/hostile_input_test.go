@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -13,31 +12,9 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 )
-
-func rdWithin(t *testing.T, d time.Duration, name string, fn func()) {
-	t.Helper()
-	done := make(chan any, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-				return
-			}
-			done <- nil
-		}()
-		fn()
-	}()
-	select {
-	case r := <-done:
-		if r != nil {
-			t.Errorf("%s: %v", name, r)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: hung for %v", name, d)
-	}
-}
 
 type rdAlg struct {
 	name string
@@ -84,7 +61,7 @@ func TestHostileLimiterHostileCosts(t *testing.T) {
 			want error
 		}{{rdBadCosts, permits.ErrInvalidCost}, {rdHugeCosts, permits.ErrCostExceedsCapacity}} {
 			for _, c := range costs.cs {
-				rdWithin(t, 2*time.Second, a.name, func() {
+				testutil.Within(t, 2*time.Second, a.name, func() {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 					defer cancel()
 					_, err := l.Acquire(ctx, c)
@@ -177,7 +154,7 @@ func TestHostileLimiterPause(t *testing.T) {
 			name := fmt.Sprintf("%s Pause(%v)", a.name, until)
 			alg, _ := a.make()
 			l := actor.New(alg)
-			rdWithin(t, 5*time.Second, name, func() {
+			testutil.Within(t, 5*time.Second, name, func() {
 				if err := l.Pause(until); err != nil {
 					t.Errorf("%s: %v", name, err)
 				}
@@ -243,7 +220,7 @@ func TestHostileLimiterTune(t *testing.T) {
 			wg.Add(1)
 			go func() { defer wg.Done(); l.Acquire(ctx, 1) }()
 		}
-		rdWithin(t, 10*time.Second, a.name+" tune", func() {
+		testutil.Within(t, 10*time.Second, a.name+" tune", func() {
 			for _, r := range rates {
 				err := l.SetRate(r)
 				if r.Validate() != nil {
@@ -287,7 +264,7 @@ func TestHostileLimiterSettleRefund(t *testing.T) {
 	for _, a := range rdAlgs() {
 		alg, _ := a.make()
 		l := actor.New(alg)
-		rdWithin(t, 5*time.Second, a.name+" settle", func() {
+		testutil.Within(t, 5*time.Second, a.name+" settle", func() {
 			if l.Refund(permits.Grant{}) {
 				t.Errorf("%s: Refund(zero Grant) = true", a.name)
 			}
@@ -368,7 +345,7 @@ func TestHostileLane(t *testing.T) {
 		{"pmin", 1, []actor.LaneOption{actor.WithPriority(math.MinInt)}},
 		{"pmax", 1, []actor.LaneOption{actor.WithPriority(math.MaxInt)}},
 	}
-	rdWithin(t, 5*time.Second, "lanes", func() {
+	testutil.Within(t, 5*time.Second, "lanes", func() {
 		for _, b := range bad {
 			_, err := l.Lane(b.name, b.weight, b.opts...)
 			if !errors.Is(err, algorithms.ErrInvalidConfig) {
@@ -418,7 +395,7 @@ func TestHostileLimiterClosed(t *testing.T) {
 			waitErr <- err
 		}()
 		time.Sleep(10 * time.Millisecond)
-		rdWithin(t, 5*time.Second, a.name+" close", func() {
+		testutil.Within(t, 5*time.Second, a.name+" close", func() {
 			if err := l.Close(); err != nil {
 				t.Errorf("Close = %v", err)
 			}
@@ -478,7 +455,7 @@ func TestHostileLimiterContexts(t *testing.T) {
 	alg, _ := algorithms.NewGCRA(algorithms.PerSecond(1), 1)
 	l := actor.New(alg)
 	defer l.Close()
-	rdWithin(t, 5*time.Second, "contexts", func() {
+	testutil.Within(t, 5*time.Second, "contexts", func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		if _, err := l.Acquire(ctx, 1); !errors.Is(err, context.Canceled) {
@@ -523,7 +500,7 @@ func TestHostilePool(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewPool(2^62-1) = %v", err)
 	}
-	rdWithin(t, 5*time.Second, "pool big", func() {
+	testutil.Within(t, 5*time.Second, "pool big", func() {
 		pm, err := p.TryAcquire(1<<62 - 1)
 		if err != nil {
 			t.Errorf("TryAcquire(size) = %v", err)
@@ -540,7 +517,7 @@ func TestHostilePool(t *testing.T) {
 	p.Close()
 
 	p, _ = actor.NewPool(3, actor.WithPoolMaxQueue(1))
-	rdWithin(t, 5*time.Second, "pool", func() {
+	testutil.Within(t, 5*time.Second, "pool", func() {
 		ctx := context.Background()
 		for _, c := range rdBadCosts {
 			if _, err := p.Acquire(ctx, c); !errors.Is(err, permits.ErrInvalidCost) {

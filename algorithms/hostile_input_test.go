@@ -4,36 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // rdWithin runs fn, failing the test on a panic or if it takes longer than d.
-func rdWithin(t *testing.T, d time.Duration, name string, fn func()) {
-	t.Helper()
-	done := make(chan any, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-				return
-			}
-			done <- nil
-		}()
-		fn()
-	}()
-	select {
-	case r := <-done:
-		if r != nil {
-			t.Errorf("%s: %v", name, r)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: hung for %v", name, d)
-	}
-}
 
 var rdRates = []algorithms.Rate{
 	{Count: 0, Per: time.Second},
@@ -124,7 +102,7 @@ func TestHostileConstructors(t *testing.T) {
 				name := fmt.Sprintf("%s(%d/%d,%d)", c.name, r.Count, int64(r.Per), n)
 				var alg algorithms.Algorithm
 				var err error
-				rdWithin(t, 5*time.Second, name+" ctor", func() { alg, err = c.make(r, n) })
+				testutil.Within(t, 5*time.Second, name+" ctor", func() { alg, err = c.make(r, n) })
 				if err != nil {
 					if !errors.Is(err, algorithms.ErrInvalidConfig) {
 						t.Errorf("%s: error %v does not match ErrInvalidConfig", name, err)
@@ -140,7 +118,7 @@ func TestHostileConstructors(t *testing.T) {
 				if c.sized && n < 1 {
 					t.Errorf("%s: constructor accepted size %d < 1", name, n)
 				}
-				rdWithin(t, 5*time.Second, name+" decisions", func() { rdExercise(t, name, alg) })
+				testutil.Within(t, 5*time.Second, name+" decisions", func() { rdExercise(t, name, alg) })
 			}
 		}
 	}
@@ -304,7 +282,7 @@ func TestHostileParseRate(t *testing.T) {
 	for _, s := range bad {
 		var r algorithms.Rate
 		var err error
-		rdWithin(t, time.Second, fmt.Sprintf("ParseRate(%q)", s), func() { r, err = algorithms.ParseRate(s) })
+		testutil.Within(t, time.Second, fmt.Sprintf("ParseRate(%q)", s), func() { r, err = algorithms.ParseRate(s) })
 		if err == nil {
 			if r.Validate() != nil {
 				t.Errorf("ParseRate(%q) = %+v, nil: an invalid rate without error", s, r)
@@ -398,14 +376,14 @@ func TestHostileCells(t *testing.T) {
 			name := fmt.Sprintf("Cells(%d/%d,%d)", r.Count, int64(r.Per), n)
 			var cs *algorithms.Cells
 			var err error
-			rdWithin(t, 5*time.Second, name, func() { cs, err = algorithms.NewCells(r, n) })
+			testutil.Within(t, 5*time.Second, name, func() { cs, err = algorithms.NewCells(r, n) })
 			if err != nil {
 				if !errors.Is(err, algorithms.ErrInvalidConfig) {
 					t.Errorf("%s: %v not ErrInvalidConfig", name, err)
 				}
 				continue
 			}
-			rdWithin(t, 5*time.Second, name+" decisions", func() {
+			testutil.Within(t, 5*time.Second, name+" decisions", func() {
 				var cell algorithms.Cell
 				capa := cs.Capacity()
 				for _, now := range rdInstants {

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,33 +16,11 @@ import (
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
 )
-
-func rdWithin(t *testing.T, d time.Duration, name string, fn func()) {
-	t.Helper()
-	done := make(chan any, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-				return
-			}
-			done <- nil
-		}()
-		fn()
-	}()
-	select {
-	case r := <-done:
-		if r != nil {
-			t.Errorf("%s: %v", name, r)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: hung for %v", name, d)
-	}
-}
 
 var rdNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
@@ -86,7 +63,7 @@ func TestHostileParseRetryAfter(t *testing.T) {
 	for _, c := range cases {
 		var d time.Duration
 		var ok bool
-		rdWithin(t, time.Second, c.v, func() { d, ok = httplimit.ParseRetryAfter(c.v, rdNow) })
+		testutil.Within(t, time.Second, c.v, func() { d, ok = httplimit.ParseRetryAfter(c.v, rdNow) })
 		if d != c.want || ok != c.ok {
 			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", c.v, d, ok, c.want, c.ok)
 		}
@@ -177,7 +154,7 @@ func TestHostileParseStructured(t *testing.T) {
 	for _, c := range limits {
 		var got []httplimit.ServiceLimit
 		var err error
-		rdWithin(t, 2*time.Second, fmt.Sprintf("%.40q", c.in), func() { got, err = httplimit.ParseServiceLimits(c.in...) })
+		testutil.Within(t, 2*time.Second, fmt.Sprintf("%.40q", c.in), func() { got, err = httplimit.ParseServiceLimits(c.in...) })
 		if c.wantErr {
 			if err == nil {
 				t.Errorf("ParseServiceLimits(%.60q) = %+v, nil; want ErrMalformed", c.in, got)
@@ -266,7 +243,7 @@ func TestHostileParseWait(t *testing.T) {
 	for _, c := range cases {
 		var d time.Duration
 		var ok bool
-		rdWithin(t, time.Second, c.name, func() { d, ok = httplimit.ParseWait(c.h, rdNow) })
+		testutil.Within(t, time.Second, c.name, func() { d, ok = httplimit.ParseWait(c.h, rdNow) })
 		if d != c.want || ok != c.ok {
 			t.Errorf("ParseWait(%s) = %v, %v; want %v, %v", c.name, d, ok, c.want, c.ok)
 		}
@@ -345,7 +322,7 @@ func TestHostileTransportHostileHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rdWithin(t, 5*time.Second, name, func() {
+			testutil.Within(t, 5*time.Second, name, func() {
 				req, _ := http.NewRequest("GET", "http://api.example/x", nil)
 				start := time.Now()
 				resp, err := tr.RoundTrip(req)
@@ -386,7 +363,7 @@ func TestHostileTransportHugeRetryAfterIsHonoured(t *testing.T) {
 		base := &rdBase{resp: rd429(http.Header{"Retry-After": {v}}, true)}
 		tr, _ := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithMaxPause(50*time.Millisecond),
 			httplimit.WithRetry(retry.WithMaxAttempts(3), retry.WithBackoff(time.Millisecond, time.Millisecond)))
-		rdWithin(t, 5*time.Second, v, func() {
+		testutil.Within(t, 5*time.Second, v, func() {
 			req, _ := http.NewRequest("GET", "http://api.example/x", nil)
 			resp, err := tr.RoundTrip(req)
 			if err != nil {
@@ -409,7 +386,7 @@ func TestHostileTransportNilBody429(t *testing.T) {
 	base := &rdBase{resp: rd429(http.Header{"Retry-After": {"0"}}, false)}
 	tr, _ := httplimit.NewTransport(l, httplimit.WithBase(base),
 		httplimit.WithRetry(retry.WithMaxAttempts(2), retry.WithBackoff(0, 0)))
-	rdWithin(t, 5*time.Second, "nil body 429", func() {
+	testutil.Within(t, 5*time.Second, "nil body 429", func() {
 		req, _ := http.NewRequest("GET", "http://api.example/x", nil)
 		resp, err := tr.RoundTrip(req)
 		if err == nil && resp.Body != nil {
@@ -432,7 +409,7 @@ func TestHostileTransportHostileCosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdWithin(t, 2*time.Second, fmt.Sprint(c.cost), func() {
+		testutil.Within(t, 2*time.Second, fmt.Sprint(c.cost), func() {
 			body := &rdClosed{Reader: strings.NewReader("x")}
 			req, _ := http.NewRequestWithContext(httplimit.ContextWithCost(context.Background(), c.cost), "POST", "http://api.example/x", body)
 			_, err := tr.RoundTrip(req)
@@ -493,7 +470,7 @@ func TestHostileMiddleware(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) })
 	serve := func(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		rdWithin(t, 5*time.Second, r.URL.String(), func() { h.ServeHTTP(w, r) })
+		testutil.Within(t, 5*time.Second, r.URL.String(), func() { h.ServeHTTP(w, r) })
 		return w
 	}
 	huge := strings.Repeat("k", 1<<20)
@@ -631,7 +608,7 @@ func TestHostileMiddlewareHeadersAgree(t *testing.T) {
 			last = httptest.NewRecorder()
 			r := httptest.NewRequest("GET", "/", nil)
 			ctx, cancel := context.WithTimeout(r.Context(), 50*time.Millisecond)
-			rdWithin(t, 5*time.Second, "agree", func() { h.ServeHTTP(last, r.WithContext(ctx)) })
+			testutil.Within(t, 5*time.Second, "agree", func() { h.ServeHTTP(last, r.WithContext(ctx)) })
 			cancel()
 		}
 		if last.Code != 429 {

@@ -5,39 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 )
-
-func rdWithin(t *testing.T, d time.Duration, name string, fn func()) {
-	t.Helper()
-	done := make(chan any, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-				return
-			}
-			done <- nil
-		}()
-		fn()
-	}()
-	select {
-	case r := <-done:
-		if r != nil {
-			t.Errorf("%s: %v", name, r)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: hung for %v", name, d)
-	}
-}
 
 func rdCtors() map[string]func(string) (algorithms.Algorithm, error) {
 	r := algorithms.PerSecond(10)
@@ -92,7 +69,7 @@ func TestHostileNew(t *testing.T) {
 	for i, opts := range good {
 		var l *keyed.Limiter[string]
 		var err error
-		rdWithin(t, 5*time.Second, fmt.Sprint("good ", i), func() {
+		testutil.Within(t, 5*time.Second, fmt.Sprint("good ", i), func() {
 			l, err = keyed.New(ctor, opts...)
 			if err != nil {
 				t.Errorf("good options %d: %v", i, err)
@@ -125,7 +102,7 @@ func TestHostileConstructor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdWithin(t, 5*time.Second, name, func() {
+		testutil.Within(t, 5*time.Second, name, func() {
 			var ae *keyed.AlgorithmError
 			_, err := l.TryAcquire("k", 1)
 			if !errors.As(err, &ae) {
@@ -168,7 +145,7 @@ func TestHostileHostileCostsAndKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdWithin(t, 10*time.Second, name, func() {
+		testutil.Within(t, 10*time.Second, name, func() {
 			for _, k := range keys {
 				for _, cc := range []struct {
 					costs []int64
@@ -224,7 +201,7 @@ func TestHostileTune(t *testing.T) {
 	for name, c := range rdCtors() {
 		l, _ := keyed.New(c, keyed.WithShards(1))
 		window := name == "Sliding" || name == "Fixed"
-		rdWithin(t, 10*time.Second, name, func() {
+		testutil.Within(t, 10*time.Second, name, func() {
 			for _, k := range []string{"", "x", "yy"} {
 				_, _ = l.TryAcquire(k, 1)
 				for _, r := range rates {
@@ -265,7 +242,7 @@ func TestHostileTune(t *testing.T) {
 func TestHostileMaxKeys(t *testing.T) {
 	l, _ := keyed.New(rdCtors()["GCRA"], keyed.WithMaxKeys(2), keyed.WithIdleTimeout(time.Hour))
 	defer l.Close()
-	rdWithin(t, 5*time.Second, "maxkeys", func() {
+	testutil.Within(t, 5*time.Second, "maxkeys", func() {
 		for _, k := range []string{"a", "b"} {
 			if _, err := l.TryAcquire(k, 1); err != nil {
 				t.Fatal(err)
@@ -301,7 +278,7 @@ func TestHostileClosed(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { _, err := l.Acquire(context.Background(), "w", 5); errc <- err }()
 		time.Sleep(20 * time.Millisecond)
-		rdWithin(t, 5*time.Second, name, func() {
+		testutil.Within(t, 5*time.Second, name, func() {
 			if err := l.Close(); err != nil {
 				t.Errorf("Close = %v", err)
 			}

@@ -5,38 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 )
-
-func rdWithin(t *testing.T, d time.Duration, name string, fn func()) {
-	t.Helper()
-	done := make(chan any, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-				return
-			}
-			done <- nil
-		}()
-		fn()
-	}()
-	select {
-	case r := <-done:
-		if r != nil {
-			t.Errorf("%s: %v", name, r)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: hung for %v", name, d)
-	}
-}
 
 func rdRate(t *testing.T, r algorithms.Rate, burst int64) *actor.Limiter {
 	t.Helper()
@@ -158,7 +135,7 @@ func TestHostileAllHostileCosts(t *testing.T) {
 		{0, permits.ErrInvalidCost}, {-1, permits.ErrInvalidCost}, {math.MinInt64, permits.ErrInvalidCost},
 		{101, permits.ErrCostExceedsCapacity}, {math.MaxInt64, permits.ErrCostExceedsCapacity},
 	}
-	rdWithin(t, 5*time.Second, "All", func() {
+	testutil.Within(t, 5*time.Second, "All", func() {
 		for _, c := range cases {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			_, err := lim.Acquire(ctx, c.cost)
@@ -222,7 +199,7 @@ func TestHostileAllHostileCosts(t *testing.T) {
 func TestHostileFixedCost(t *testing.T) {
 	rate := rdRate(t, algorithms.PerSecond(100), 10)
 	for _, n := range []int64{0, -1, math.MinInt64, math.MaxInt64, 11} {
-		rdWithin(t, 2*time.Second, fmt.Sprint("FixedCost ", n), func() {
+		testutil.Within(t, 2*time.Second, fmt.Sprint("FixedCost ", n), func() {
 			f := permits.FixedCost(rate, n)
 			_, err := f.Acquire(context.Background(), 1)
 			want := permits.ErrCostExceedsCapacity
@@ -248,7 +225,7 @@ func TestHostileFixedCost(t *testing.T) {
 func TestHostileMaxWait(t *testing.T) {
 	for _, d := range []time.Duration{math.MinInt64, -1, 0, 1, math.MaxInt64} {
 		rate := rdRate(t, algorithms.PerSecond(10), 1)
-		rdWithin(t, 5*time.Second, fmt.Sprint("MaxWait ", d), func() {
+		testutil.Within(t, 5*time.Second, fmt.Sprint("MaxWait ", d), func() {
 			m := permits.MaxWait(rate, d)
 			if _, err := m.Acquire(context.Background(), 1); err != nil {
 				t.Errorf("MaxWait(%v) first Acquire = %v", d, err)
@@ -307,7 +284,7 @@ func TestHostileAllCloseParts(t *testing.T) {
 	closed.Close()
 	pool := rdPool(t, 1)
 	lim := permits.All(pool, rate, closed)
-	rdWithin(t, 2*time.Second, "closed part", func() {
+	testutil.Within(t, 2*time.Second, "closed part", func() {
 		if _, err := lim.Acquire(context.Background(), 1); !errors.Is(err, permits.ErrClosed) {
 			t.Errorf("All with closed part = %v", err)
 		}
@@ -380,7 +357,7 @@ func TestHostileAllNoOverAdmit(t *testing.T) {
 // make RetryAfter panic.
 func TestHostileRetryAfterTypedNil(t *testing.T) {
 	var nilRLE *permits.RateLimitError
-	rdWithin(t, time.Second, "RetryAfter(typed nil)", func() {
+	testutil.Within(t, time.Second, "RetryAfter(typed nil)", func() {
 		_, _ = permits.RetryAfter(fmt.Errorf("wrapped: %w", nilRLE))
 	})
 }

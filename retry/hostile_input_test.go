@@ -3,40 +3,16 @@ package retry_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
-	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
 )
-
-func rdWithin(t *testing.T, d time.Duration, name string, fn func()) {
-	t.Helper()
-	done := make(chan any, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Sprintf("panic: %v\n%s", r, debug.Stack())
-				return
-			}
-			done <- nil
-		}()
-		fn()
-	}()
-	select {
-	case r := <-done:
-		if r != nil {
-			t.Errorf("%s: %v", name, r)
-		}
-	case <-time.After(d):
-		t.Fatalf("%s: hung for %v", name, d)
-	}
-}
 
 type rdHint struct{ d time.Duration }
 
@@ -91,7 +67,7 @@ func TestHostileHugeWaits(t *testing.T) {
 		{"breaker hint", []retry.Option{}, &breaker.OpenError{RetryAfter: math.MaxInt64}},
 	}
 	for _, c := range cases {
-		rdWithin(t, 5*time.Second, c.name, func() {
+		testutil.Within(t, 5*time.Second, c.name, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
