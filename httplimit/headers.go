@@ -186,7 +186,7 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
-	if err == nil || errors.Is(err, strconv.ErrRange) {
+	if err == nil || errors.Is(err, strconv.ErrRange) && allDigits(v) {
 		// delay-seconds is any run of digits: too many for 64 bits is a
 		// wait longer than a Duration holds.
 		return seconds(n), true
@@ -200,6 +200,16 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // maxSeconds bounds the seconds a duration here can hold.
 const maxSeconds = math.MaxInt64 / uint64(time.Second)
+
+// allDigits reports whether v is ASCII digits only.
+func allDigits(v string) bool {
+	for i := range len(v) {
+		if !isDigit(v[i]) {
+			return false
+		}
+	}
+	return true
+}
 
 // seconds is n seconds, or the longest Duration of whole seconds.
 func seconds(n uint64) time.Duration { return time.Duration(min(n, maxSeconds)) * time.Second }

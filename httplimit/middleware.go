@@ -155,27 +155,29 @@ func (m *middleware) decide(r *http.Request, k string, cost int64) (permits.Quot
 	if !m.cfg.wait || m.cfg.maxWait == 0 {
 		return m.try(k, cost)
 	}
-	if m.cfg.maxWait > 0 {
-		// Room that is free is granted whatever the bound: a bound of a
-		// few ns could end before the limiter looks, and a limiter fails a
-		// done context even when it has room. A TryAcquire never passes a
-		// waiter, so asking first jumps no queue.
-		if q, err := m.try(k, cost); !errors.Is(err, permits.ErrRateLimited) {
-			return q, err
-		}
-	}
 	ctx := r.Context()
 	if m.cfg.maxWait >= 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.cfg.maxWait)
 		defer cancel()
 	}
+	var q permits.Quota
+	var err error
 	if m.ql != nil {
-		_, q, err := m.ql.AcquireQuota(ctx, k, cost)
-		return q, err
+		_, q, err = m.ql.AcquireQuota(ctx, k, cost)
+	} else {
+		_, err = m.lim.Acquire(ctx, k, cost)
 	}
-	_, err := m.lim.Acquire(ctx, k, cost)
-	return permits.Quota{}, err
+	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
+		if _, ok := permits.RetryAfter(err); !ok {
+			// The bound ended with no wait predicted: a bound of a few ns
+			// can end before the limiter looks, and a limiter fails a done
+			// context even when it has room. Room free now is nobody's (a
+			// TryAcquire never passes a waiter).
+			return m.try(k, cost)
+		}
+	}
+	return q, err
 }
 
 // try asks the limiter without waiting.

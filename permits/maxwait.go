@@ -54,19 +54,20 @@ type maxWait struct {
 }
 
 func (m maxWait) Acquire(ctx context.Context, cost int64) (Permit, error) {
-	// Room that is free is granted whatever the bound: with no wait at
-	// all, or a bound of a few ns that could end before the limiter looks
-	// (a limiter fails a done context even when it has room). A
-	// TryAcquire never passes a waiter, so asking first jumps no queue.
-	if err := ctx.Err(); err != nil {
-		return Permit{}, err
+	if m.d == 0 {
+		// No wait at all: a context that is already done would fail even
+		// a free permit, so ask without one.
+		if err := ctx.Err(); err != nil {
+			return Permit{}, err
+		}
+		return m.lim.TryAcquire(cost)
 	}
-	p, err := m.lim.TryAcquire(cost)
-	if m.d == 0 || !errors.Is(err, ErrRateLimited) {
-		return p, err
-	}
-	err = bounded(ctx, m.d, func(ctx context.Context) (err error) {
+	var p Permit
+	err := bounded(ctx, m.d, func(ctx context.Context) (err error) {
 		p, err = m.lim.Acquire(ctx, cost)
+		return err
+	}, func() (err error) {
+		p, err = m.lim.TryAcquire(cost)
 		return err
 	})
 	return p, err
@@ -80,15 +81,18 @@ type maxWaitRefunder struct {
 }
 
 func (m maxWaitRefunder) AcquireGrant(ctx context.Context, cost int64) (Grant, error) {
-	if err := ctx.Err(); err != nil { // as Acquire
-		return Grant{}, err
+	if m.d == 0 {
+		if err := ctx.Err(); err != nil {
+			return Grant{}, err
+		}
+		return m.ref.TryAcquireGrant(cost)
 	}
-	g, err := m.ref.TryAcquireGrant(cost)
-	if m.d == 0 || !errors.Is(err, ErrRateLimited) {
-		return g, err
-	}
-	err = bounded(ctx, m.d, func(ctx context.Context) (err error) {
+	var g Grant
+	err := bounded(ctx, m.d, func(ctx context.Context) (err error) {
 		g, err = m.ref.AcquireGrant(ctx, cost)
+		return err
+	}, func() (err error) {
+		g, err = m.ref.TryAcquireGrant(cost)
 		return err
 	})
 	return g, err
@@ -108,8 +112,13 @@ type maxWaitSettler struct {
 func (m maxWaitSettler) Settle(g Grant, actual int64) error { return m.s.Settle(g, actual) }
 
 // bounded runs acquire with ctx bounded by d, and turns the end of that
-// bound (not ctx's own) into a *RateLimitError.
-func bounded(ctx context.Context, d time.Duration, acquire func(context.Context) error) error {
+// bound (not ctx's own) into a *RateLimitError. When the bound ended with
+// no wait predicted, it asks once more without waiting (try): a bound of a
+// few ns can end before the limiter looks, and a limiter fails a done
+// context even when it has room. Asking only then, not first, keeps the
+// wait cancellable and charges a part of All that cannot give back only
+// once.
+func bounded(ctx context.Context, d time.Duration, acquire func(context.Context) error, try func() error) error {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 		// The caller's deadline comes first: the bound changes nothing, and
 		// a refusal keeps saying that it was the deadline.
@@ -124,6 +133,12 @@ func bounded(ctx context.Context, d time.Duration, acquire func(context.Context)
 	// The bound ended the wait, or the limiter saw at once that it would:
 	// a refusal by the limit, with the RetryAfter the limiter predicted.
 	if ra, ok := RetryAfter(err); ok {
+		return &RateLimitError{RetryAfter: ra}
+	}
+	// A TryAcquire never passes a waiter: room free now is nobody's.
+	if err := try(); err == nil || !errors.Is(err, ErrRateLimited) {
+		return err
+	} else if ra, ok := RetryAfter(err); ok {
 		return &RateLimitError{RetryAfter: ra}
 	}
 	return &RateLimitError{RetryAfter: 1}

@@ -173,6 +173,11 @@ func (e *engine) failed(kc *keyCall) {
 	for _, s := range kc.moves {
 		s.moving = false
 	}
+	if len(kc.trims) > 0 {
+		// Sent again with the next call: a trim is safe to repeat (it never
+		// settles the event, and one after its holder's Settle is refused).
+		ks.trims = append(kc.trims, ks.trims...)
+	}
 	if e.win != nil && len(kc.give) > 0 {
 		// A window's give-back is only ever a gift: one that failed is
 		// not tried again (an error reply would fail again at once), and

@@ -35,7 +35,7 @@ type keyCall struct {
 	settles []*request // Refunds (a GCRA's: at most one, instead of give) and a window's Settles
 	moves   []*slot    // a window's reservations that may move earlier
 	pauses  []*request // a window's Pauses
-	trims   int        // a window's: the events taken down to their holders' cost, first in its settlements
+	trims   []trim     // a window's: events taken down to their holders' cost, first in its settlements
 	args    []any
 	lean    bool // a GCRA's lone request: leanScript
 
@@ -135,7 +135,7 @@ func (e *engine) prepare(ks *keyState, now int64) *keyCall {
 	} else {
 		e.gcraArgs(ks, kc, reqs, now)
 	}
-	if len(kc.reqs) == 0 && len(kc.settles) == 0 && len(kc.give) == 0 && len(kc.pauses) == 0 && kc.trims == 0 {
+	if len(kc.reqs) == 0 && len(kc.settles) == 0 && len(kc.give) == 0 && len(kc.pauses) == 0 && len(kc.trims) == 0 {
 		return nil
 	}
 	ks.inflight = true
@@ -350,7 +350,7 @@ type answer struct {
 // read reads the reply to kc's call.
 func (e *engine) read(c *redis.Cmd, kc *keyCall) answer {
 	if e.win != nil {
-		return readWindow(c, kc.trims+len(kc.settles)+len(kc.give)+len(kc.moves), len(kc.reqs))
+		return readWindow(c, len(kc.trims)+len(kc.settles)+len(kc.give)+len(kc.moves), len(kc.reqs))
 	}
 	return read(c, len(kc.reqs))
 }

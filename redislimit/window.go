@@ -268,7 +268,7 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	for _, t := range ks.trims {
 		entry(t.ep, t.id, t.cost, false)
 	}
-	kc.trims, ks.trims = len(ks.trims), nil
+	kc.trims, ks.trims = ks.trims, nil
 	for _, r := range ks.refunds {
 		if r.op == opPause {
 			kc.pauses = append(kc.pauses, r)
@@ -292,7 +292,7 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	// due within two round trips, whose waiter would be granted late: a
 	// waiter is not granted until the answer says where its slot is.
 	buf = buf[:0]
-	going := len(kc.reqs) > 0 || len(kc.settles) > 0 || len(kc.give) > 0 || len(kc.pauses) > 0 || kc.trims > 0
+	going := len(kc.reqs) > 0 || len(kc.settles) > 0 || len(kc.give) > 0 || len(kc.pauses) > 0 || len(kc.trims) > 0
 	for _, s := range ks.slots {
 		if !going || len(kc.moves) == maxMoves {
 			break
@@ -333,7 +333,7 @@ func (e *engine) settled(kc *keyCall) []int64 {
 	if kc.hold > ks.hold {
 		ks.hold = kc.hold // a pause, this process's or another's: see holdBack
 	}
-	codes := kc.codes[kc.trims:] // a trim refused was settled by its holder first
+	codes := kc.codes[len(kc.trims):] // a trim refused was settled by its holder first
 	for i, r := range kc.settles {
 		st := stKept
 		switch codes[i] {
