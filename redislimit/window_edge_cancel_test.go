@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sluicehq/sluice/permits"
-	"github.com/sluicehq/sluice/redislimit"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -17,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/redislimit"
+	"github.com/sluicehq/sluice/redislimit/redistest"
 )
 
 // A waiter whose context ends at the very instant its reservation falls
@@ -145,5 +147,58 @@ func TestWindowEdgeHandedOnReservationCountsOnlyTheCost(t *testing.T) {
 		synctest.Wait()
 		_, err = other.TryAcquire(1)
 		assert.NoError(t, err, "3 of 4 in the window at 1s")
+	})
+}
+
+// The call that takes a handed-on event down to its holder's cost can
+// fail (here the key holds something else for that one call): the trim
+// goes again with the next call, and the window then counts only what was
+// granted.
+func TestWindowEdgeATrimGoesAgainAfterAFailedCall(t *testing.T) {
+	s := redistest.Test(t)
+	admin := s.Client(t)
+	ctx0 := context.Background()
+	synctest.Test(t, func(t *testing.T) {
+		c := s.NewClient()
+		t.Cleanup(func() { c.Close() })
+		limit := algorithms.Rate{Count: 4, Per: time.Second}
+		var kill atomic.Bool
+		w := vwindow(t, c, "trim-again", limit, redislimit.WithBeforeCall(func() {
+			if kill.CompareAndSwap(true, false) {
+				require.NoError(t, admin.Rename(ctx0, "trim-again", "trim-saved").Err())
+				require.NoError(t, admin.Set(ctx0, "trim-again", "not a window", 0).Err())
+			}
+		}))
+		begin := time.Now()
+		_, err := w.TryAcquire(4)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		first := start(begin, func() error { _, err := w.Acquire(ctx, 4); return err })
+		synctest.Wait() // reserved at 1s
+		second := start(begin, func() error { _, err := w.Acquire(context.Background(), 3); return err })
+		synctest.Wait() // reserved at 2s
+		cancel()
+		require.ErrorIs(t, (<-first).err, context.Canceled)
+		synctest.Wait() // the second holds the first's slot; its own went back
+		calls := w.Stats().Calls
+		kill.Store(true)
+		o := <-second
+		require.NoError(t, o.err)
+		require.Equal(t, time.Second, o.at)
+		synctest.Wait()
+		require.Equal(t, calls+1, w.Stats().Calls, "the trim's call was made")
+		require.False(t, kill.Load(), "and failed: the key held a string")
+		require.NoError(t, admin.Rename(ctx0, "trim-saved", "trim-again").Err())
+		event := func() string { // the first waiter's event, the second of the key
+			v, err := admin.HGet(ctx0, "trim-again", "2").Result()
+			require.NoError(t, err)
+			return v[strings.Index(v, ":")+1:]
+		}
+		require.Equal(t, "4:0", event(), "the failed call took nothing down")
+
+		time.Sleep(300 * time.Millisecond)
+		_, err = w.TryAcquire(1)
+		assert.NoError(t, err, "3 of 4 in the window at 1.3s, once the trim went again")
+		assert.Equal(t, "3:0", event())
 	})
 }
