@@ -86,8 +86,9 @@ func plural(n int) string {
 
 // RetryAfterer is implemented by errors that say how long to wait before
 // trying again: an HTTP response's Retry-After, a server's backoff hint. Do
-// finds it anywhere in an error's chain (errors.As) and waits at least that
-// long. ok is false when the error has no such hint.
+// finds it anywhere in an error's tree (every error it wraps, errors.Join's
+// included) and waits at least the longest such hint. ok is false when the
+// error has no such hint.
 type RetryAfterer interface {
 	RetryAfter() (d time.Duration, ok bool)
 }
@@ -99,20 +100,52 @@ type RetryAfterer interface {
 func Hint(err error) (time.Duration, bool) {
 	var d time.Duration
 	found := false
+	// What errors.As finds (an error's own As method included), then every
+	// error of the tree, not only the first of each kind errors.As
+	// would stop at: a wrapper without a hint may wrap one that has it,
+	// and errors.Join may join several.
 	var ra RetryAfterer
 	if errors.As(err, &ra) {
 		if h, ok := ra.RetryAfter(); ok {
 			d, found = max(d, h), true
 		}
 	}
-	if h, ok := permits.RetryAfter(err); ok {
-		d, found = max(d, h), true
-	}
 	var oe *breaker.OpenError
-	if errors.As(err, &oe) {
+	if errors.As(err, &oe) && oe != nil {
 		d, found = max(d, oe.RetryAfter), true
 	}
+	eachError(err, func(e error) {
+		if ra, ok := e.(RetryAfterer); ok {
+			if h, ok := ra.RetryAfter(); ok {
+				d, found = max(d, h), true
+			}
+		}
+		if h, ok := permits.RetryAfter(e); ok {
+			d, found = max(d, h), true
+		}
+		if oe, ok := e.(*breaker.OpenError); ok && oe != nil {
+			d, found = max(d, oe.RetryAfter), true
+		}
+	})
 	return d, found
+}
+
+// eachError calls f for err and every error it wraps, depth first.
+func eachError(err error, f func(error)) {
+	for err != nil {
+		f(err)
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				eachError(e, f)
+			}
+			return
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return
+		}
+	}
 }
 
 // permanentError marks an error that must not be retried. It matches

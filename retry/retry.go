@@ -84,24 +84,26 @@ func (c *config) do(ctx context.Context, fn func(context.Context) error, seq *at
 	if c.budget != nil {
 		c.budget.Deposit()
 	}
+	// Every Do takes its number, whether it retries or not: the n-th Do
+	// draws from stream n (WithJitterSeed).
+	var stream uint64
+	if c.seeded && seq != nil {
+		stream = seq.Add(1) - 1
+	}
 	err := fn(ctx)
 	if err == nil {
 		return nil
 	}
-	return c.retry(ctx, fn, err, seq)
+	return c.retry(ctx, fn, err, stream)
 }
 
 // retry is the loop after a first attempt that failed with err. It is out
 // of do so that do stays small: the common case pays for none of this.
-func (c *config) retry(ctx context.Context, fn func(context.Context) error, err error, seq *atomic.Uint64) error {
+func (c *config) retry(ctx context.Context, fn func(context.Context) error, err error, stream uint64) error {
 	now := time.Now()
 	began := now // the retry time limit counts from here
 	var j jitter
 	if c.seeded {
-		var stream uint64
-		if seq != nil {
-			stream = seq.Add(1) - 1
-		}
 		j.pcg, j.seeded = *rand.NewPCG(c.seed, stream), true
 	}
 	var timer *time.Timer
@@ -159,6 +161,11 @@ func (c *config) retry(ctx context.Context, fn func(context.Context) error, err 
 			case <-ctx.Done():
 				return &Error{Reason: ctx.Err(), Attempts: attempt, Last: err}
 			}
+		}
+		// ctx may have ended with no wait to see it end (the hook cancelled
+		// it, or the timer and ctx fired together): no attempt runs then.
+		if cerr := ctx.Err(); cerr != nil {
+			return &Error{Reason: cerr, Attempts: attempt, Last: err}
 		}
 		if err = fn(ctx); err == nil {
 			return nil
