@@ -85,8 +85,9 @@ func WithErrorHandler(h func(http.ResponseWriter, *http.Request, error)) Option 
 // Middleware returns middleware that limits each request by lim under the
 // key that key returns, passing it on when granted. lim is typically a
 // *keyed.Limiter[string]; when it implements permits.KeyedQuotaLimiter
-// every response carries the RateLimit-Policy and RateLimit fields, else
-// only refusals carry Retry-After. It panics if lim or key is nil, a
+// every grant and every refusal by the limit carries the RateLimit-Policy
+// and RateLimit fields (a response the limit did not decide, such as a
+// 413, carries none), else only refusals carry Retry-After. It panics if lim or key is nil, a
 // programmer's error. The middleware is safe for concurrent use and adds,
 // on the lock-free path of a keyed.Limiter, a few hundred nanoseconds per
 // request (measured in bench/).
@@ -123,8 +124,16 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	q, err := m.decide(r, k, m.cfg.cost(r))
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil && !errors.Is(err, permits.ErrRateLimited) {
+		// WithWait's bound ran out while the request waited: a refusal
+		// whose wait nobody predicted.
+		err = &permits.RateLimitError{RetryAfter: 1, Cause: err}
+	}
 	h := w.Header()
-	if q.Limit > 0 && q.Remaining >= 0 {
+	// The fields describe a grant or a refusal by the limit; any other
+	// error (a cost the key can never admit, a closed limiter) spent
+	// nothing, and its quota says nothing true.
+	if q.Limit > 0 && q.Remaining >= 0 && (err == nil || errors.Is(err, permits.ErrRateLimited)) {
 		// Canonical names, set directly: Header.Set would canonicalize them
 		// again on every request.
 		h["Ratelimit-Policy"] = []string{m.policy(q)}
@@ -133,11 +142,6 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if err == nil {
 		next.ServeHTTP(w, r)
 		return
-	}
-	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil && !errors.Is(err, permits.ErrRateLimited) {
-		// WithWait's bound ran out while the request waited: a refusal
-		// whose wait nobody predicted.
-		err = &permits.RateLimitError{RetryAfter: 1, Cause: err}
 	}
 	if wait, ok := permits.RetryAfter(err); ok {
 		h["Retry-After"] = []string{strconv.FormatInt(Seconds(wait), 10)}
