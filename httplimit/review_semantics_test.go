@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-		"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
@@ -321,7 +321,7 @@ func TestSemanticsNetworkErrorPostNotRetried(t *testing.T) {
 		assert.ErrorIs(t, err, boom)
 		assert.Equal(t, 1, api.count())
 		req, _ = http.NewRequest(http.MethodPut, "http://api/x", bytes.NewReader([]byte("p")))
-		_, err = tr.RoundTrip(req, )
+		_, err = tr.RoundTrip(req)
 		assert.ErrorIs(t, err, boom)
 		var re *retry.Error
 		assert.ErrorAs(t, err, &re)
