@@ -357,26 +357,39 @@ func TestSemanticsCancelDuringPause(t *testing.T) {
 	})
 }
 
-func TestSemanticsRateLimitFieldPauses(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-			if n == 0 {
-				return reply(429, "", "RateLimit", `"default";r=0;t=3`, "RateLimit-Policy", `"default";q=5;w=10`), nil
-			}
-			return reply(200, "ok"), nil
-		}}
-		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
-		require.NoError(t, err)
-		start := time.Now()
-		req, _ := http.NewRequest(http.MethodGet, "http://api/x", nil)
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		readAll(t, resp)
-		ts := api.times(start)
-		require.Len(t, ts, 2)
-		assert.GreaterOrEqual(t, ts[1], 3*time.Second)
-	})
+// A 429's wait read from a RateLimit field, or from a Retry-After date,
+// pauses the limiter; the one retry comes after it.
+func TestSemanticsAWaitFromAFieldOrADatePauses(t *testing.T) {
+	for name, first := range map[string]func() *http.Response{
+		"RateLimit r=0;t=3": func() *http.Response {
+			return reply(429, "", "RateLimit", `"default";r=0;t=3`, "RateLimit-Policy", `"default";q=5;w=10`)
+		},
+		"Retry-After a date 4s ahead": func() *http.Response {
+			return reply(429, "", "Retry-After", time.Now().Add(4*time.Second).UTC().Format(http.TimeFormat))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
+					if n == 0 {
+						return first(), nil
+					}
+					return reply(200, "ok"), nil
+				}}
+				lim := newLimiter(t, algorithms.PerSecond(100), 10)
+				tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+				require.NoError(t, err)
+				start := time.Now()
+				req, _ := http.NewRequest(http.MethodGet, "http://api/x", nil)
+				resp, err := tr.RoundTrip(req)
+				require.NoError(t, err)
+				readAll(t, resp)
+				ts := api.times(start)
+				require.Len(t, ts, 2)
+				assert.GreaterOrEqual(t, ts[1], 3*time.Second)
+			})
+		})
+	}
 }
 
 func TestSemanticsCappedPauseHandsBack(t *testing.T) {
@@ -533,28 +546,6 @@ func TestSemantics503BackoffAndStats(t *testing.T) {
 		assert.Equal(t, "ok", readAll(t, resp))
 		assert.Equal(t, httplimit.TransportStats{Requests: 1, Attempts: 2, Retries: 1, Unavailable: 1}, tr.Stats())
 		assert.Equal(t, []int64{1, 1}, api.closes())
-	})
-}
-
-func TestSemanticsRetryAfterDate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) {
-			if n == 0 {
-				return reply(429, "", "Retry-After", time.Now().Add(4*time.Second).UTC().Format(http.TimeFormat)), nil
-			}
-			return reply(200, "ok"), nil
-		}}
-		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
-		require.NoError(t, err)
-		start := time.Now()
-		req, _ := http.NewRequest(http.MethodGet, "http://api/x", nil)
-		resp, err := tr.RoundTrip(req)
-		require.NoError(t, err)
-		readAll(t, resp)
-		ts := api.times(start)
-		require.Len(t, ts, 2)
-		assert.GreaterOrEqual(t, ts[1], 3*time.Second)
 	})
 }
 
