@@ -136,9 +136,10 @@ func bounded(ctx context.Context, d time.Duration, acquire func(context.Context)
 		return &RateLimitError{RetryAfter: ra}
 	}
 	// A TryAcquire never passes a waiter: room free now is nobody's.
-	if err := try(); err == nil || !errors.Is(err, ErrRateLimited) {
+	if err = try(); err == nil || !errors.Is(err, ErrRateLimited) {
 		return err
-	} else if ra, ok := RetryAfter(err); ok {
+	}
+	if ra, ok := RetryAfter(err); ok {
 		return &RateLimitError{RetryAfter: ra}
 	}
 	return &RateLimitError{RetryAfter: 1}
