@@ -185,10 +185,11 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err == nil || errors.Is(err, strconv.ErrRange) && allDigits(v) {
+	if allDigits(v) {
 		// delay-seconds is any run of digits: too many for 64 bits is a
-		// wait longer than a Duration holds.
+		// range error that leaves n at its largest, a wait longer than a
+		// Duration holds.
+		n, _ := strconv.ParseUint(v, 10, 64)
 		return seconds(n), true
 	}
 	// The three forms of HTTP-date a recipient must accept (RFC 9110).

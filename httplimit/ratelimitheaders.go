@@ -167,12 +167,8 @@ func decimalSeconds(v string) (secs int64, frac time.Duration, ok bool) {
 	if whole == "" && (!dot || fraction == "") || len(fraction) > 9 {
 		return 0, 0, false
 	}
-	for _, part := range [...]string{whole, fraction} {
-		for i := 0; i < len(part); i++ {
-			if !isDigit(part[i]) {
-				return 0, 0, false
-			}
-		}
+	if !allDigits(whole) || !allDigits(fraction) {
+		return 0, 0, false
 	}
 	if whole != "" {
 		n, err := strconv.ParseUint(whole, 10, 64)
@@ -195,7 +191,7 @@ func decimalSeconds(v string) (secs int64, frac time.Duration, ok bool) {
 // passed, saturating for instants beyond what a Duration holds.
 func untilUnix(secs int64, now time.Time) time.Duration {
 	if secs >= int64(maxSeconds) {
-		return time.Duration(maxSeconds) * time.Second
+		return seconds(maxSeconds)
 	}
 	return max(time.Unix(secs, 0).Sub(now), 0)
 }
