@@ -246,29 +246,3 @@ func TestAReservedGrantIsNotDelayedByADirectCall(t *testing.T) {
 		<-x
 	})
 }
-
-// Stats.Direct counts "requests whose caller made the script call itself"
-// (limiter.go). While Redis is taken to be down (WithProbeInterval), a lone
-// caller takes the state but fails without any call: Calls stays put, and
-// so should Direct.
-func TestDirectCountsOnlyTheCallsCallersMade(t *testing.T) {
-	s := redistest.Test(t)
-	synctest.Test(t, func(t *testing.T) {
-		c := s.NewClient(noRetries)
-		t.Cleanup(func() { c.Close() })
-		l := vlimiter(t, c, "direct-probe", algorithms.PerSecond(100), 10, redislimit.WithProbeInterval(time.Second))
-		_, err := l.TryAcquire(1)
-		require.NoError(t, err)
-		s.Kill()
-		_, err = l.TryAcquire(1)
-		require.ErrorIs(t, err, redislimit.ErrUnavailable)
-		st0 := l.Stats()
-		for range 3 {
-			_, err = l.TryAcquire(1)
-			require.ErrorIs(t, err, redislimit.ErrUnavailable)
-		}
-		st := l.Stats()
-		assert.Equal(t, st0.Calls, st.Calls, "no call within the probe interval")
-		assert.Equal(t, st0.Direct, st.Direct, "no caller made a script call")
-	})
-}

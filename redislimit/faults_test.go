@@ -91,7 +91,8 @@ func TestWhileRedisIsDownRequestsFailWithoutACallUntilTheProbe(t *testing.T) {
 		s.Kill()
 		_, err = l.TryAcquire(1)
 		require.ErrorIs(t, err, redislimit.ErrUnavailable)
-		calls := l.Stats().Calls
+		st0 := l.Stats()
+		calls := st0.Calls
 		for range 3 {
 			_, err = l.Acquire(context.Background(), 1)
 			require.ErrorIs(t, err, redislimit.ErrUnavailable)
@@ -100,6 +101,9 @@ func TestWhileRedisIsDownRequestsFailWithoutACallUntilTheProbe(t *testing.T) {
 			assert.False(t, ue.Unknown, "failed without a call: surely not applied")
 		}
 		assert.Equal(t, calls, l.Stats().Calls, "no call within the probe interval")
+		// Each of them took the direct path's state, and made no call:
+		// Stats.Direct counts the calls callers made.
+		assert.Equal(t, st0.Direct, l.Stats().Direct, "no caller made a script call")
 		time.Sleep(time.Second)
 		_, err = l.TryAcquire(1)
 		assert.ErrorIs(t, err, redislimit.ErrUnavailable)
