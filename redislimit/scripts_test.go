@@ -307,6 +307,46 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 	}
 }
 
+// TestScriptAnswersLongCallsInOrder: a call whose codes alternate between
+// runs granted now (answered as one repeated string) and requests decided
+// one by one (packed 200 at a time) answers every request in order, as the
+// lean script decides them one by one.
+func TestScriptAnswersLongCallsInOrder(t *testing.T) {
+	c := redistest.Test(t).Client(t)
+	ctx := context.Background()
+	require.NoError(t, c.ScriptLoad(ctx, redislimit.LeanScript).Err())
+	// 7/s, burst 5: P = 1 000 000 ticks of 1/7 µs.
+	const p, cc = 1_000_000, 7
+	tau := int64(5 * p)
+	s := script{t: t, c: c, key: "long", p: p, cc: cc, tauW: tau / cc, tauF: tau % cc}
+	// 250 never admitted, 3 granted now, 1 never, 2 granted now and 208
+	// refused, 1 never, and 2 reserved: more than one chunk of codes on
+	// both sides of each run.
+	type entry struct{ cost, mw, n int64 }
+	entries := []entry{{6, -1, 250}, {1, -1, 3}, {6, -1, 1}, {1, 0, 210}, {6, -1, 1}, {1, -1, 2}}
+	var list []string
+	var want []int64
+	for _, e := range entries {
+		list = append(list, fmt.Sprintf("%d:%d:%d", e.cost, e.mw, e.n))
+		for range e.n {
+			if e.cost > 5 {
+				want = append(want, 0)
+				continue
+			}
+			res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
+				redislimit.LeanArgs(cc, tau/cc, tau%cc, t0, e.mw, e.cost*p/cc, e.cost*p%cc)).Text()
+			require.NoError(t, err)
+			want = append(want, floats(t, res[:24])[2])
+		}
+	}
+	got := s.run(t0, "", 0, 0, strings.Join(list, ","))
+	require.Len(t, got.codes, 467)
+	require.Equal(t, want, got.codes)
+	assert.Equal(t, t0, got.codes[250], "the first run is granted now")
+	assert.Less(t, got.codes[300], int64(0), "the 1:0 beyond the burst are refused")
+	assert.Greater(t, got.codes[466], t0, "the last are reserved")
+}
+
 // TestScriptReadsTheTextFormOfEarlierReleases: a key written as text
 // "W:F:N:M" decides as the same value packed, is answered packed even by a
 // call that writes nothing, and is stored packed by the next write.
