@@ -116,7 +116,7 @@ func (s *shard[K]) create(key K, h uint64, cost int64, full, wait bool, now time
 	switch {
 	case err != nil:
 		return attempt[K]{}, &AlgorithmError{Err: err}
-	case alg == nil:
+	case alg == nil || isNilPointer(alg):
 		return attempt[K]{}, &AlgorithmError{Err: errNilAlgorithm}
 	}
 	s.mu.Lock()

@@ -3,8 +3,10 @@ package keyed
 import (
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/algorithms"
 )
 
 // ErrTooManyKeys is matched by the error a Limiter returns, at once and
@@ -34,6 +36,14 @@ func tooMany(max int) error {
 }
 
 var errNilAlgorithm = errors.New("the constructor returned a nil algorithm and no error")
+
+// isNilPointer reports whether alg is a nil pointer in an interface, such
+// as a (*algorithms.GCRA)(nil), which passes a nil check and would panic
+// at its first decision, on a caller's goroutine or the owner's.
+func isNilPointer(alg algorithms.Algorithm) bool {
+	v := reflect.ValueOf(alg)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
 
 // AlgorithmError is the error of a request whose key could not be made
 // because the constructor given to New failed; Err is its error.

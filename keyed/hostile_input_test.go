@@ -93,8 +93,12 @@ func TestHostileNew(t *testing.T) {
 func TestHostileConstructor(t *testing.T) {
 	boom := errors.New("boom")
 	ctors := map[string]func(string) (algorithms.Algorithm, error){
-		"error":    func(string) (algorithms.Algorithm, error) { return nil, boom },
-		"nil":      func(string) (algorithms.Algorithm, error) { return nil, nil },
+		"error": func(string) (algorithms.Algorithm, error) { return nil, boom },
+		"nil":   func(string) (algorithms.Algorithm, error) { return nil, nil },
+		"typed nil": func(string) (algorithms.Algorithm, error) {
+			var g *algorithms.GCRA
+			return g, nil
+		},
 		"bad rate": func(string) (algorithms.Algorithm, error) { return algorithms.NewGCRA(algorithms.Rate{}, 1) },
 	}
 	for name, c := range ctors {
