@@ -256,6 +256,27 @@ func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
 	}
 }
 
+// sevenPerSecond is the quota of the run-length tests, 7/s with burst 5
+// (P = 1 000 000 ticks of 1/7 µs): the batch script on key, and lean, which
+// decides one request at now through the lean script on a key of its own,
+// as the limiter would (a cost above the burst is never sent: 0).
+func sevenPerSecond(t *testing.T, c *redis.Client, key string) (s script, lean func(now, cost, mw int64) int64) {
+	const p, cc = 1_000_000, 7
+	tau := int64(5 * p)
+	require.NoError(t, c.ScriptLoad(context.Background(), redislimit.LeanScript).Err())
+	s = script{t: t, c: c, key: key, p: p, cc: cc, tauW: tau / cc, tauF: tau % cc}
+	lean = func(now, cost, mw int64) int64 {
+		if cost > 5 {
+			return 0
+		}
+		res, err := c.EvalSha(context.Background(), redislimit.LeanScriptSHA, []string{"lean:" + key},
+			redislimit.LeanArgs(cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc)).Text()
+		require.NoError(t, err)
+		return floats(t, res[:24])[2]
+	}
+	return s, lean
+}
+
 // TestScriptRunsDecideAsSingleEntries sends random lists in which requests
 // alike in a row go as one entry "cost:maxwait:n" to one key, the same
 // requests one entry each to another, and one lean call each to a third,
@@ -264,12 +285,7 @@ func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
 // fits now in one step, the lean script decides request by request.
 func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 	c := redistest.Test(t).Client(t)
-	ctx := context.Background()
-	require.NoError(t, c.ScriptLoad(ctx, redislimit.LeanScript).Err())
-	// 7/s, burst 5: P = 1 000 000 ticks of 1/7 µs.
-	const p, cc = 1_000_000, 7
-	tau := int64(5 * p)
-	runs := script{t: t, c: c, key: "runs", p: p, cc: cc, tauW: tau / cc, tauF: tau % cc}
+	runs, decideLean := sevenPerSecond(t, c, "runs")
 	single := runs
 	single.key = "single"
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -289,14 +305,7 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 			}
 			for range n {
 				each = append(each, fmt.Sprintf("%d:%d", cost, mw))
-				if cost > 5 {
-					lean = append(lean, 0) // never sent: the limiter refuses it itself
-					continue
-				}
-				res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
-					redislimit.LeanArgs(cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc)).Text()
-				require.NoError(t, err)
-				lean = append(lean, floats(t, res[:24])[2])
+				lean = append(lean, decideLean(now, cost, mw))
 			}
 		}
 		got := runs.run(now, "", 0, 0, strings.Join(withRuns, ","))
@@ -312,13 +321,7 @@ func TestScriptRunsDecideAsSingleEntries(t *testing.T) {
 // one by one (packed 200 at a time) answers every request in order, as the
 // lean script decides them one by one.
 func TestScriptAnswersLongCallsInOrder(t *testing.T) {
-	c := redistest.Test(t).Client(t)
-	ctx := context.Background()
-	require.NoError(t, c.ScriptLoad(ctx, redislimit.LeanScript).Err())
-	// 7/s, burst 5: P = 1 000 000 ticks of 1/7 µs.
-	const p, cc = 1_000_000, 7
-	tau := int64(5 * p)
-	s := script{t: t, c: c, key: "long", p: p, cc: cc, tauW: tau / cc, tauF: tau % cc}
+	s, lean := sevenPerSecond(t, redistest.Test(t).Client(t), "long")
 	// 250 never admitted, 3 granted now, 1 never, 2 granted now and 208
 	// refused, 1 never, and 2 reserved: more than one chunk of codes on
 	// both sides of each run.
@@ -329,14 +332,7 @@ func TestScriptAnswersLongCallsInOrder(t *testing.T) {
 	for _, e := range entries {
 		list = append(list, fmt.Sprintf("%d:%d:%d", e.cost, e.mw, e.n))
 		for range e.n {
-			if e.cost > 5 {
-				want = append(want, 0)
-				continue
-			}
-			res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
-				redislimit.LeanArgs(cc, tau/cc, tau%cc, t0, e.mw, e.cost*p/cc, e.cost*p%cc)).Text()
-			require.NoError(t, err)
-			want = append(want, floats(t, res[:24])[2])
+			want = append(want, lean(t0, e.cost, e.mw))
 		}
 	}
 	got := s.run(t0, "", 0, 0, strings.Join(list, ","))
