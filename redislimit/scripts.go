@@ -87,9 +87,10 @@ if ARGV[6] ~= '' and string.sub(cur, 1, 24) == ARGV[6] then
 end
 
 -- The codes go out packed, in order: a run granted now as one repeated
--- string (a table entry per request and their packing were a third of the
--- script's time at 55 requests a call), the others through out, flushed
--- in chunks (unpack and struct.pack take a bounded number of values).
+-- string (a table entry per request, packed at the end, made Redis's time
+-- per call at 64 callers 47 µs instead of 39), the others through out,
+-- flushed in chunks (unpack and struct.pack take a bounded number of
+-- values).
 local parts, out, k = {struct.pack('<dd', now, gave)}, {}, 0
 local function flush()
   for i = 1, k, 200 do
