@@ -67,6 +67,9 @@ type engine struct {
 	// the engine's, not the package's: a channel made in a testing/synctest
 	// bubble belongs to it, and so does a limiter made there.
 	replies sync.Pool
+	// requests holds granted requests for reuse (recycle); the engine's,
+	// like replies.
+	requests sync.Pool
 
 	granted, rejected, canceled, unavailable, fellOpen atomic.Uint64
 	calls, decided, handedOff, givenBack, refunded     atomic.Uint64

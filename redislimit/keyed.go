@@ -66,7 +66,9 @@ func (k *Keyed) acquire(ctx context.Context, key string, o op, cost int64) (perm
 	if err != nil { // a Keyed never falls open (NewKeyed)
 		return permits.Permit{}, err
 	}
-	return permits.NewPermit(r.cost, nil, nil), nil
+	p := permits.NewPermit(r.cost, nil, nil)
+	k.e.recycle(r)
+	return p, nil
 }
 
 // RedisKey returns the Redis key that holds key's state.

@@ -108,7 +108,9 @@ func (e *engine) acquireGrant(issuer any, ctx context.Context, name string, o op
 	if err != nil {
 		return permits.Grant{}, err
 	}
-	return e.grant(issuer, r), nil
+	g := e.grant(issuer, r)
+	e.recycle(r)
+	return g, nil
 }
 
 // Refund gives back a grant that was not used, if that is provably safe:

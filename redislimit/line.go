@@ -241,7 +241,10 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		// If its caller gave up at this very instant, the cancellation
 		// finds it gone. A GCRA's room it leaves is due, so nobody else can
 		// take it; a window's stays counted in Redis for a whole window
-		// unless it is dealt out again or given back.
+		// unless it is dealt out again or given back. Nothing of r is
+		// read once it is answered: its caller may be reusing it already
+		// (recycle).
+		cost := r.cost
 		if !e.finish(r, stGranted, s.at, nil) {
 			if e.win != nil {
 				e.markDirty(ks)
@@ -250,8 +253,8 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		}
 		if e.win != nil {
 			s.used = true
-			if s.cost > r.cost {
-				ks.trims = append(ks.trims, trim{ep: s.ep, id: s.id, cost: r.cost})
+			if s.cost > cost {
+				ks.trims = append(ks.trims, trim{ep: s.ep, id: s.id, cost: cost})
 				e.markReady(ks)
 			}
 		}
