@@ -54,9 +54,9 @@ const (
 
 // request is one caller's round trip. A request granted is reused
 // (recycle); any other is not: the owner may still hold one (in a call
-// under way) after its caller gave up. The
-// owner writes the result fields after it wins the CAS and before it
-// signals reply; the caller reads them after receiving from reply.
+// under way) after its caller gave up. The owner writes the result fields
+// after it wins the CAS and before it signals reply; the caller reads them
+// after receiving from reply.
 type request struct {
 	reply      chan struct{} // capacity 1
 	state      atomic.Int32
@@ -106,10 +106,11 @@ func (e *engine) newRequest(ctx context.Context, key string, o op, cost int64) *
 }
 
 // recycle makes r, a request whose caller has read its grant, a new
-// request's. The owner holds no granted request: it takes r out of the
-// line before it answers (grantDue, lone), touches nothing of r after the
-// signal, and r was in no call under way (a request is granted only after
-// its call's answer is applied, and the batch is then dropped). Only a
+// request's. The owner holds no granted request: it drops r from the line
+// in the pass that answers it (grantDue, lone), before it next takes the
+// inbox, touches nothing of r after the signal, and r was in no call under
+// way (a request is granted only after its call's answer is applied, and
+// the batch is then dropped). Only a
 // grant whose signal the caller received is recycled: a caller that gave
 // up, or whose owner exited without an answer, may leave r in the owner's
 // hands. Making a request per decision was most of a loaded limiter's
