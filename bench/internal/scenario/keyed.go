@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -148,9 +149,21 @@ func Middleware() []Micro {
 			return serve(httplimit.Middleware(l, byIP)(bare)), func() { _ = l.Close() }, nil
 		}},
 		{Name: "httprate LimitByIP", New: func() (func(int), func(), error) {
-			return serve(httprate.LimitByIP(1<<30, time.Second)(bare)), func() {}, nil
+			return serve(httprate.LimitBy(1<<30, time.Second, httprateByPeer)(bare)), func() {}, nil
 		}},
 	}
+}
+
+// httprateByPeer keys by the TCP peer, canonicalised as httprate does (an
+// IPv6 peer by its /64): what httprate.LimitByIP does, which httprate
+// deprecated (it is the proxy's address behind a proxy) and sluice's
+// KeyByIP does without trusted proxies, so both sides do the same work.
+func httprateByPeer(r *http.Request) (string, error) {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		ip = r.RemoteAddr
+	}
+	return httprate.CanonicalizeIP(ip), nil
 }
 
 // KeyedMemory is what a run of n distinct keys costs: the live heap per key
