@@ -193,3 +193,27 @@ func TestAGateClosedByAFailedAcquireIsReopened(t *testing.T) {
 		})
 	}
 }
+
+// A caller answered by the owner finds its key as the answer left it: the
+// grant that emptied the key's queue has reopened its gate, so the
+// caller's next TryAcquire is decided on the key's state, not refused
+// behind a queue that is gone. (The owner signals its answers only once
+// it has settled the key; woken before that, a caller raced the owner's
+// bookkeeping and lost a few times in a thousand.)
+func TestAnAnsweredCallerFindsItsKeySettled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLimiter(t, gcra10, keyed.WithShards(1))
+		for i := range 3000 {
+			key := strconv.Itoa(i)
+			for range 2 {
+				_, err := l.TryAcquire(key, 1)
+				require.NoError(t, err)
+			}
+			_, err := l.Acquire(context.Background(), key, 1) // granted at +100ms, by the owner's timer
+			require.NoError(t, err)
+			require.True(t, keyed.FastPath(l, key), "round %d: the gate is open when the waiter returns", i)
+			_, err = l.TryAcquire(key, 1)
+			require.Equal(t, 100*time.Millisecond, retryAfter(t, err), "round %d: refused on the key's state", i)
+		}
+	})
+}

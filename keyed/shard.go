@@ -43,6 +43,7 @@ type shard[K comparable] struct {
 	armedAt  int64
 	last     int64               // the latest instant read: the owner's time never runs back
 	granting algorithms.Decision // the decision of the grant being made
+	outbox   []*call[K]          // answered, to be signalled once the key is settled (see reply)
 	cellGen  uint64              // the generation of the shard's cells that every cell is in
 }
 
@@ -87,6 +88,7 @@ func (s *shard[K]) loop() {
 		for c := arrivals; c != nil; {
 			next := c.next
 			s.handle(c, now)
+			s.flush()
 			c = next
 		}
 		for c := cancels; c != nil; {
@@ -95,6 +97,7 @@ func (s *shard[K]) loop() {
 			// deadline at the very instant of its grant gets the grant.
 			s.grantDue(c.e, min(max(c.cancelAt, 0), now))
 			s.cancel(c, now)
+			s.flush()
 			c = next
 		}
 		timerC = s.schedule(now)
@@ -228,16 +231,33 @@ func (s *shard[K]) refuse(c *call[K], st status, wait int64) {
 	s.reply(c, st, max(wait, 1))
 }
 
-// reply writes the result into c and signals its caller. Stats and the
-// key's pin are updated first, so that they are exact when the caller
-// returns.
+// reply writes the result into c, to be signalled by the next flush.
+// Stats and the key's pin are updated at once; the signal waits until the
+// owner has finished with the key (its queue dropped, its gate reopened,
+// its tail published), so that whatever the caller does next on the key
+// finds it as the answer left it: a caller woken first would find the
+// gate of a queue that just emptied still closed, and be refused behind
+// nobody.
 func (s *shard[K]) reply(c *call[K], st status, n int64) {
 	if c.op == opAcquire {
 		s.l.waiting.Add(-1)
 	}
 	c.e.unpin()
 	c.status, c.n = st, n
-	c.reply <- struct{}{}
+	s.outbox = append(s.outbox, c)
+}
+
+// ack acknowledges a cancellation that came after c's answer. Through the
+// outbox, so that it can never reach the caller before the answer.
+func (s *shard[K]) ack(c *call[K]) { s.outbox = append(s.outbox, c) }
+
+// flush signals every caller answered since the last flush, in order.
+func (s *shard[K]) flush() {
+	for i, c := range s.outbox {
+		c.reply <- struct{}{}
+		s.outbox[i] = nil
+	}
+	s.outbox = s.outbox[:0]
 }
 
 // cancel removes a waiter whose caller gave up, wherever it is in its
@@ -257,7 +277,7 @@ func (s *shard[K]) cancel(c *call[K], now int64) {
 		}
 		return
 	}
-	c.reply <- struct{}{} // the acknowledgement of an answer sent before
+	s.ack(c)
 }
 
 // grantDue grants the heads of e's queue due by at.
@@ -358,6 +378,7 @@ func (s *shard[K]) runDue(now int64) {
 			w.publish(wake)
 			s.watch(e, wake)
 		}
+		s.flush()
 	}
 }
 
@@ -422,9 +443,10 @@ func (s *shard[K]) shutdown() {
 	}
 	for c := cancels; c != nil; {
 		next := c.cancelNext
-		c.reply <- struct{}{}
+		s.ack(c)
 		c = next
 	}
+	s.flush()
 }
 
 // keyOwner adapts one key of a shard to scheduler.Owner.
