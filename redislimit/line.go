@@ -260,11 +260,12 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		}
 	}
 	ks.line = slices.Delete(ks.line, 0, n)
-	for _, r := range ks.line {
-		if r.phase == phReserved && !r.slot.moving {
+	// Only the head can be due next; a slot moving is due when its answer
+	// says, so there is nothing to wake for.
+	if len(ks.line) > 0 {
+		if r := ks.line[0]; r.phase == phReserved && !r.slot.moving {
 			return r.slot.at
 		}
-		break // a slot moving is due when its answer says: nothing to wake for
 	}
 	return 0
 }
