@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/permits"
 )
 
-// Regression tests for defects a review of the lock-free runtime found: each
+// Interleavings at the owner that once lost a wake-up or a check: each
 // forces, with a hook on the owner, the interleaving that broke.
 
 // TestPoolReleaseAsTheOwnerParksIsNotLost: a Release between the owner's

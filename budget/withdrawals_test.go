@@ -13,7 +13,7 @@ import (
 // The defaults: 100 retries in ten seconds with no traffic, plus one for
 // every five requests; refusals are counted; all of it expires with the
 // window.
-func TestSemanticsDefaults(t *testing.T) {
+func TestDefaultsCountRefusalsAndExpireWithTheWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t)
 		for range 9 {
@@ -42,7 +42,7 @@ func TestSemanticsDefaults(t *testing.T) {
 
 // A ttl that is not a whole number of seconds: the reserve is
 // min·ttlSeconds, and the buckets are ttl/10 wide.
-func TestSemanticsFractionalTTL(t *testing.T) {
+func TestFractionalTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		b := mustNew(t, budget.WithTTL(1500*time.Millisecond), budget.WithMinRetriesPerSec(3), budget.WithPercentCanRetry(0.25))
@@ -72,7 +72,7 @@ func TestSemanticsFractionalTTL(t *testing.T) {
 }
 
 // Concurrent withdrawals never take more than the balance.
-func TestSemanticsConcurrentWithdrawals(t *testing.T) {
+func TestConcurrentWithdrawals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, budget.WithMinRetriesPerSec(0), budget.WithPercentCanRetry(0.5))
 		for range 100 {

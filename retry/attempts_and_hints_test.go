@@ -30,7 +30,7 @@ func zzFailing(n int, err error) *script {
 // The documented mapping of WithJitterSeed: "the n-th Do of a Policy (from
 // 0) draws from PCG(seed, n)". A Do whose first attempt succeeds is still a
 // Do of the Policy, so the Do after it is the 1st, not the 0th.
-func TestSemanticsJitterSeedStreamIsTheNthDo(t *testing.T) {
+func TestJitterSeedStreamIsTheNthDo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const seed = 7
 		opts := []retry.Option{retry.WithJitterSeed(seed), retry.WithMaxAttempts(2),
@@ -68,7 +68,7 @@ func TestSemanticsJitterSeedStreamIsTheNthDo(t *testing.T) {
 
 // Attempts, no sleep after the last attempt, and the final error wraps the
 // last attempt's error (errors.Is and errors.As).
-func TestSemanticsAttemptsAndNoSleepAfterLast(t *testing.T) {
+func TestAttemptsAndNoSleepAfterLast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		last := &permits.RateLimitError{RetryAfter: 3 * time.Second}
 		s := &script{errs: []error{errBoom, errBoom, errBoom, fmt.Errorf("wrapped: %w", last)}}
@@ -96,7 +96,7 @@ func TestSemanticsAttemptsAndNoSleepAfterLast(t *testing.T) {
 // Hints are never undercut, from each of the three sources, even when far
 // above the back-off cap, and the wait is exactly the hint when the back-off
 // is 0.
-func TestSemanticsHintsNotUndercut(t *testing.T) {
+func TestHintsNotUndercut(t *testing.T) {
 	for name, e := range map[string]error{
 		"RetryAfterer":         hinted{7 * time.Second},
 		"wrapped RetryAfterer": fmt.Errorf("http: %w", hinted{7 * time.Second}),
@@ -133,7 +133,7 @@ func (n noHint) Error() string                     { return "no hint: " + n.err.
 func (n noHint) Unwrap() error                     { return n.err }
 func (n noHint) RetryAfter() (time.Duration, bool) { return 0, false }
 
-func TestSemanticsHintBehindAHintlessRetryAfterer(t *testing.T) {
+func TestHintBehindAHintlessRetryAfterer(t *testing.T) {
 	err := noHint{hinted{5 * time.Second}}
 	if d, ok := retry.Hint(err); !ok || d != 5*time.Second {
 		t.Errorf("Hint(%v) = %v, %v; want 5s, true", err, d, ok)
@@ -160,7 +160,7 @@ func TestSemanticsHintBehindAHintlessRetryAfterer(t *testing.T) {
 
 // Budget: one deposit per Do, one withdrawal per retry, stop at once with
 // ErrBudgetExhausted, and the error names the budget and wraps the last.
-func TestSemanticsBudgetStops(t *testing.T) {
+func TestBudgetStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, err := budget.New(budget.WithName("b"), budget.WithMinRetriesPerSec(0), budget.WithPercentCanRetry(1))
 		if err != nil {
@@ -183,7 +183,7 @@ func TestSemanticsBudgetStops(t *testing.T) {
 
 // Cancel between attempts: Do returns at once with ctx's error, wrapping the
 // last one, and makes no further attempt.
-func TestSemanticsCancelBetweenAttempts(t *testing.T) {
+func TestCancelBetweenAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c2, cancel2 := context.WithCancel(ctx)
 		defer cancel2()
@@ -204,7 +204,7 @@ func TestSemanticsCancelBetweenAttempts(t *testing.T) {
 // Retry through a breaker in half-open with several probes and a budget,
 // many goroutines whose calls all fail (so every admitted call is a probe,
 // and a probe takes less than the open timeout): never more than 2 at once.
-func TestSemanticsRetryConcurrentThroughBreaker(t *testing.T) {
+func TestRetryConcurrentThroughBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := breaker.New(breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second),
 			breaker.WithHalfOpenProbes(2))
@@ -241,9 +241,9 @@ func TestSemanticsRetryConcurrentThroughBreaker(t *testing.T) {
 	})
 }
 
-// ctx ending in the OnRetry hook, with no wait to make: Do must stop (it
+// TestCancelInHookWithoutWait: ctx ending in the OnRetry hook, with no wait to make: Do must stop (it
 // "stops at once when ctx ends") rather than run fn with a done ctx.
-func TestSemanticsCancelInHookWithoutWait(t *testing.T) {
+func TestCancelInHookWithoutWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -262,7 +262,7 @@ func TestSemanticsCancelInHookWithoutWait(t *testing.T) {
 
 // The retry time limit: a wait that would end exactly at the limit is made,
 // one that would end past it is not, at once, with the wait needed.
-func TestSemanticsMaxElapsedBoundary(t *testing.T) {
+func TestMaxElapsedBoundary(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &script{errs: []error{hinted{time.Second}, hinted{time.Second}, hinted{time.Second}}}
 		start := time.Now()
@@ -289,7 +289,7 @@ func TestSemanticsMaxElapsedBoundary(t *testing.T) {
 
 // Unseeded full jitter stays in [0, min(max, base·2^(k-1))] and averages
 // about half of it.
-func TestSemanticsUnseededJitterRange(t *testing.T) {
+func TestUnseededJitterRange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const runs, attempts = 200, 6
 		base, cp := 10*time.Millisecond, 80*time.Millisecond

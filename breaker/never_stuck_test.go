@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
-// Regression tests for issue 10: ways the breaker could get stuck for good
-// or mislead its callers.
+// Ways the breaker could get stuck for good or mislead its callers, each
+// pinned: none of them happens.
 
 // recoverPanic runs f and returns what it panicked with, or nil.
 func recoverPanic(f func()) (r any) {
@@ -43,9 +44,9 @@ func hourly(b *breaker.Breaker, n int) (ran int) {
 	return ran
 }
 
-// Issue 10, defect 1: a hook that panics on open -> half-open must not keep
+// TestHookPanicOnHalfOpenFreesTheSlot: a hook that panics on open -> half-open must not keep
 // the probe slot its caller took.
-func TestIssue10HookPanicOnHalfOpenFreesTheSlot(t *testing.T) {
+func TestHookPanicOnHalfOpenFreesTheSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		panicked := false
 		b := mustNew(t, breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second),
@@ -71,9 +72,9 @@ func TestIssue10HookPanicOnHalfOpenFreesTheSlot(t *testing.T) {
 	})
 }
 
-// Issue 10, defect 2: an IsFailure that panics (an unchecked type assertion)
+// TestClassifierPanicFreesTheSlot: an IsFailure that panics (an unchecked type assertion)
 // must not keep the probe slot either; the panic still reaches the caller.
-func TestIssue10ClassifierPanicFreesTheSlot(t *testing.T) {
+func TestClassifierPanicFreesTheSlot(t *testing.T) {
 	type codeError struct{ error }
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second),
@@ -94,7 +95,7 @@ func TestIssue10ClassifierPanicFreesTheSlot(t *testing.T) {
 }
 
 // The same through Allow: the panic comes out of done.
-func TestIssue10ClassifierPanicInDoneFreesTheSlot(t *testing.T) {
+func TestClassifierPanicInDoneFreesTheSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, breaker.WithConsecutiveFailures(1), breaker.WithOpenTimeout(time.Second),
 			breaker.WithIsFailure(func(err error) bool {
@@ -118,10 +119,10 @@ func TestIssue10ClassifierPanicInDoneFreesTheSlot(t *testing.T) {
 	})
 }
 
-// Issue 10, defect 3: a probe that never reports (its done lost) must not
+// TestLostProbeDoesNotWedge: a probe that never reports (its done lost) must not
 // wedge the breaker half-open: with the default settings, a week of hourly
 // calls gets through.
-func TestIssue10LostProbeDoesNotWedge(t *testing.T) {
+func TestLostProbeDoesNotWedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := probing(t)
 		if _, err := b.Allow(); err != nil { // the probe whose done is lost
@@ -134,9 +135,9 @@ func TestIssue10LostProbeDoesNotWedge(t *testing.T) {
 	})
 }
 
-// Issue 10, defect 4: while every probe slot is taken, RetryAfter says how
+// TestRetryAfterWhileProbesFull: while every probe slot is taken, RetryAfter says how
 // long until the half-open timeout frees them, never 0.
-func TestIssue10RetryAfterWhileProbesFull(t *testing.T) {
+func TestRetryAfterWhileProbesFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := probing(t)
 		if _, err := b.Allow(); err != nil {
@@ -166,10 +167,10 @@ func TestIssue10RetryAfterWhileProbesFull(t *testing.T) {
 	})
 }
 
-// Issue 10, defect 6: when fn panics and the hook panics too, the caller
+// TestFnPanicWinsOverHookPanic: when fn panics and the hook panics too, the caller
 // recovers fn's panic. No hook runs on the way up; the transition is
 // delivered by the next call, which gets the hook's panic.
-func TestIssue10FnPanicWinsOverHookPanic(t *testing.T) {
+func TestFnPanicWinsOverHookPanic(t *testing.T) {
 	var rec recorder
 	b := mustNew(t, breaker.WithConsecutiveFailures(1), breaker.WithOnStateChange(func(from, to breaker.State) {
 		rec.hook(from, to)
@@ -186,9 +187,9 @@ func TestIssue10FnPanicWinsOverHookPanic(t *testing.T) {
 	wantState(t, b, breaker.Open)
 }
 
-// Issue 10, defect 7: a nil option is an error, not a nil dereference, and
+// TestNilOptionAndLastOptionWins: a nil option is an error, not a nil dereference, and
 // the last of two options wins even when an earlier one was invalid.
-func TestIssue10NilOptionAndLastOptionWins(t *testing.T) {
+func TestNilOptionAndLastOptionWins(t *testing.T) {
 	if b, err := breaker.New(nil); !errors.Is(err, breaker.ErrInvalidConfig) || b != nil {
 		t.Fatalf("New(nil) = %v, %v; want ErrInvalidConfig", b, err)
 	}
@@ -211,9 +212,9 @@ func TestIssue10NilOptionAndLastOptionWins(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 8: however extreme the injected clock, RetryAfter stays
+// TestExtremeClockSaturates: however extreme the injected clock, RetryAfter stays
 // in (0, open timeout].
-func TestIssue10ExtremeClockSaturates(t *testing.T) {
+func TestExtremeClockSaturates(t *testing.T) {
 	for _, tc := range []struct{ trip, ask time.Duration }{
 		{math.MaxInt64 - time.Second, math.MinInt64},
 		{math.MaxInt64, math.MinInt64},
@@ -234,19 +235,20 @@ func TestIssue10ExtremeClockSaturates(t *testing.T) {
 	}
 }
 
-// Issue 10, defect 5: the hook storm. With a 1µs open timeout and a hook
-// that takes 200µs, transitions come far faster than the hook can take
-// them. For a second of virtual time, four goroutines fail calls as fast as
-// they can (a microsecond apart). The queue never holds more than four
-// transitions, no Do spends longer delivering than two deliveries of four,
-// and every transition is delivered or counted as dropped.
-func TestIssue10HookStorm(t *testing.T) {
+// TestAHookStormKeepsTheQueueAndEachDoBounded: with a 1µs open timeout and
+// a hook that takes 200µs, transitions come far faster than the hook can
+// take them. For 200 ms of virtual time (a second at full volume), four
+// goroutines fail calls as fast as they can (a microsecond apart). The
+// queue never holds more than four transitions, no Do spends longer
+// delivering than two deliveries of four, and every transition is
+// delivered or counted as dropped.
+func TestAHookStormKeepsTheQueueAndEachDoBounded(t *testing.T) {
 	const (
 		hookTime = 200 * time.Microsecond
 		workers  = 4
-		runFor   = time.Second
 		perCall  = 2 * 4 * hookTime // two deliveries of at most four transitions each
 	)
+	runFor := time.Duration(testutil.Volume(200, 1000)) * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		var stop atomic.Bool
 		var hooked, dropped atomic.Int64

@@ -10,8 +10,8 @@ import (
 	"github.com/sluicehq/sluice/budget"
 )
 
-// Issue 10: a nil option is an error, not a nil dereference.
-func TestIssue10NilOption(t *testing.T) {
+// TestNilOption: a nil option is an error, not a nil dereference.
+func TestNilOption(t *testing.T) {
 	for _, opts := range [][]budget.Option{{nil}, {budget.WithTTL(budget.MinTTL), nil}} {
 		if b, err := budget.New(opts...); !errors.Is(err, budget.ErrInvalidConfig) || b != nil {
 			t.Errorf("New(%v) = %v, %v; want ErrInvalidConfig", opts, b, err)
@@ -19,9 +19,9 @@ func TestIssue10NilOption(t *testing.T) {
 	}
 }
 
-// Issue 10: WithPercentCanRetry takes Finagle's range, 0 to 1000 retries per
+// WithPercentCanRetry takes Finagle's range, 0 to 1000 retries per
 // request, and is exact at its top.
-func TestIssue10FinaglesPercentRange(t *testing.T) {
+func TestFinaglesPercentRange(t *testing.T) {
 	for _, p := range []float64{0, 1, 10, 100, 999.999999999, 1000} {
 		b, err := budget.New(budget.WithMinRetriesPerSec(0), budget.WithPercentCanRetry(p))
 		if err != nil {
@@ -40,10 +40,10 @@ func TestIssue10FinaglesPercentRange(t *testing.T) {
 	}
 }
 
-// Issue 10: Stats tells an operator what the budget has counted: deposits,
+// Stats tells an operator what the budget has counted: deposits,
 // withdrawals and refusals in the window, with the balance they give. Each
 // count leaves with its bucket, like the events the balance counts.
-func TestIssue10Stats(t *testing.T) {
+func TestStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		b := mustNew(t, budget.WithName("payments"), budget.WithMinRetriesPerSec(0), budget.WithPercentCanRetry(0.5))
@@ -88,10 +88,10 @@ func TestIssue10Stats(t *testing.T) {
 	})
 }
 
-// Issue 10: the reserve is not a floor. Withdrawals count against it, so a
+// TestReserveIsNotAFloor: the reserve is not a floor. Withdrawals count against it, so a
 // burst of retries drives the balance below the reserve; the reserve comes
 // back only as those withdrawals leave the window.
-func TestIssue10ReserveIsNotAFloor(t *testing.T) {
+func TestReserveIsNotAFloor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		b := mustNew(t, budget.WithTTL(time.Second), budget.WithMinRetriesPerSec(3), budget.WithPercentCanRetry(1))
@@ -111,7 +111,7 @@ func TestIssue10ReserveIsNotAFloor(t *testing.T) {
 }
 
 // The budget stays within one allocation size class of 384 bytes.
-func TestIssue10Size(t *testing.T) {
+func TestSize(t *testing.T) {
 	if got := unsafe.Sizeof(budget.RetryBudget{}); got > 384 {
 		t.Fatalf("a RetryBudget is %d bytes, want at most 384", got)
 	}
