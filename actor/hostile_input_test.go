@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -394,7 +395,9 @@ func TestHostileLimiterClosed(t *testing.T) {
 			}
 			waitErr <- err
 		}()
-		time.Sleep(10 * time.Millisecond)
+		for l.Stats().Waiting == 0 && a.name != "GCRAwide" {
+			runtime.Gosched() // until the waiter has sent: Close then fails it, not a later call
+		}
 		testutil.Within(t, 5*time.Second, a.name+" close", func() {
 			if err := l.Close(); err != nil {
 				t.Errorf("Close = %v", err)
@@ -540,7 +543,7 @@ func TestHostilePool(t *testing.T) {
 		errs := make(chan error, 1)
 		go func() { _, err := p.Acquire(ctx, 1); errs <- err }()
 		for p.Stats().Waiting == 0 {
-			time.Sleep(time.Millisecond)
+			runtime.Gosched()
 		}
 		if _, err := p.Acquire(ctx, 1); !errors.Is(err, permits.ErrRateLimited) {
 			t.Errorf("Acquire beyond max queue = %v", err)

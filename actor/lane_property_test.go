@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -306,7 +307,7 @@ func runLanes(t *testing.T, alg algorithms.Algorithm, s laneScript) (arrivals ma
 			})
 		}
 		for _, ev := range s.events {
-			time.Sleep(t0.Add(ev.at).Sub(time.Now()))
+			time.Sleep(time.Until(t0.Add(ev.at)))
 			switch ev.kind {
 			case evCancel:
 				if !ev.dead {
@@ -342,16 +343,14 @@ func TestLanesPropertyAgainstModel(t *testing.T) {
 			return w
 		}, 5},
 	}
-	seeds := 80
-	if testing.Short() {
-		seeds = 12
-	}
+	seeds := int(testutil.Volume(80, 2000))
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
-			var waited, atOnce, expired, pushedPast int
+			var waited, atOnce, expired, pushedPast, decisions int
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				rng := rand.New(rand.NewPCG(seed, 14))
 				s := randomLaneScript(rng, cfg.cap)
+				decisions += len(s.events)
 				got, gotTries := runLanes(t, cfg.make(), s)
 				t0 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) // where every bubble starts
 				m := playLaneModel(cfg.make(), t0, s, got, -1)
@@ -403,6 +402,7 @@ func TestLanesPropertyAgainstModel(t *testing.T) {
 				}
 				require.Equal(t, m.tries, gotTries, "seed %d: TryAcquire outcomes", seed)
 			}
+			testutil.ReportDecisions(t, int64(decisions))
 			t.Logf("%d grants after waiting, %d refusals at once behind a queue, %d expiries, %d deadlines reached while queued", waited, atOnce, expired, pushedPast)
 			require.Greater(t, waited, seeds*5, "the scripts must exercise the queue")
 			require.Positive(t, atOnce, "refusals at once behind a queue")

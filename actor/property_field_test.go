@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -32,8 +33,10 @@ import (
 //   - no grant was delivered later than max(its instant, the moment the
 //     owner was free again after the stalls in its way).
 //
-// The default run makes at least 10^6 decisions per algorithm across seeds
-// (-short: a tenth), counted by the algorithm itself.
+// A full-volume run (SLUICE_VOLUME=full) makes at least 10^6 decisions per
+// algorithm across seeds, counted by the algorithm itself; the default run
+// 40,000: about two hundred seeds of the script per algorithm, fifty in
+// lanes.
 //
 // With lanes (issue 14) the same scripts send each call to one of three
 // lanes of random weights and priorities, or to the limiter itself; FIFO
@@ -170,10 +173,7 @@ func fieldConfigs() []fieldConfig {
 }
 
 func TestPropertyInTheField(t *testing.T) {
-	target := int64(1_000_000)
-	if testing.Short() {
-		target /= 10
-	}
+	target := testutil.Volume(40_000, 1_000_000)
 	for _, lanes := range []bool{false, true} {
 		for _, cfg := range fieldConfigs() {
 			name, target := cfg.name, target
@@ -192,7 +192,8 @@ func propertyInTheField(t *testing.T, cfg fieldConfig, lanes bool, target int64)
 		d, r, s := runField(t, cfg, seed, lanes)
 		decisions, refunds, stalled, seeds = decisions+d, refunds+r, stalled+s, seeds+1
 	}
-	t.Logf("%d decisions, %d refunds that gave something back, %d stalls, over %d seeds", decisions, refunds, stalled, seeds)
+	testutil.ReportDecisions(t, decisions)
+	t.Logf("%d refunds that gave something back, %d stalls, over %d seeds", refunds, stalled, seeds)
 	if refunds < seeds || stalled < seeds {
 		t.Fatalf("the scripts did not exercise refunds (%d) or stalls (%d) enough", refunds, stalled)
 	}

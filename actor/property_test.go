@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -225,7 +226,7 @@ func run(t *testing.T, alg algorithms.Algorithm, evs []scriptEvent) (arrivals ma
 			})
 		}
 		for _, ev := range evs {
-			time.Sleep(t0.Add(ev.at).Sub(time.Now()))
+			time.Sleep(time.Until(t0.Add(ev.at)))
 			switch ev.kind {
 			case evCancel:
 				a.cancel[ev.id]()
@@ -308,16 +309,14 @@ func TestPropertyAgainstModel(t *testing.T) {
 			return w
 		}, algorithms.Rate{}, 5},
 	}
-	seeds := 60
-	if testing.Short() {
-		seeds = 10
-	}
+	seeds := int(testutil.Volume(60, 2000))
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
-			waited, deadlines := 0, 0
+			waited, deadlines, decisions := 0, 0, 0
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				rng := rand.New(rand.NewPCG(seed, 7))
 				evs := randomScript(rng, cfg.cap)
+				decisions += len(evs)
 				got, gotTries := run(t, cfg.make(), evs)
 				// The bubble starts at the same instant every time.
 				want, wantTries := model(cfg.make(), time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC), evs)
@@ -346,6 +345,7 @@ func TestPropertyAgainstModel(t *testing.T) {
 					checkBound(t, seed, evs, got, cfg.rate, cfg.cap)
 				}
 			}
+			testutil.ReportDecisions(t, int64(decisions))
 			// The scripts must exercise the queue, not only free capacity.
 			require.Greater(t, waited, seeds*5, "grants after the first instant")
 			require.Greater(t, deadlines, seeds/2, "refusals for a deadline")

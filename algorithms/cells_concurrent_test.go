@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // TestCellsDecideConcurrentlyWithinTheBound has goroutines decide on a few
@@ -30,10 +31,7 @@ func TestCellsDecideConcurrentlyWithinTheBound(t *testing.T) {
 		nCells  = 4
 		workers = 4
 	)
-	steps := 20_000
-	if testing.Short() {
-		steps = 4_000
-	}
+	steps := int(testutil.Volume(20_000, 1_000_000))
 	c, err := algorithms.NewCells(rate, burst)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +122,8 @@ func TestCellsDecideConcurrentlyWithinTheBound(t *testing.T) {
 		total += len(events)
 	}
 	t.Logf("%d admissions over %v, %d generations", total, time.Duration(clock.Load()), c.Generation())
-	if total < steps || c.Generation() < 8 {
+	testutil.ReportDecisions(t, int64(total))
+	if total < steps || c.Generation() < uint64(max(1, steps/2500)) { // 8 in 20,000 steps
 		t.Fatalf("too little happened: %d admissions, %d generations", total, c.Generation())
 	}
 }

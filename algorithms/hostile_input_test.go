@@ -441,12 +441,15 @@ func TestHostileFarInstantJumpIsBounded(t *testing.T) {
 					t.Fatal(err)
 				}
 				alg.AllowAt(pair[0], 1)
-				start := time.Now()
-				d := alg.AllowAt(pair[1], 1)
-				if el := time.Since(start); el > time.Second { // the loop it guards against took 11-22 s
-					t.Errorf("%s %s: AllowAt(%d) after AllowAt(%d) took %v (want microseconds); allowed=%v",
-						c.name, k.name, pair[1].Year(), pair[0].Year(), el, d.Allowed)
-				}
+				// A liveness bound, not a speed goal: the loop this guards
+				// against took 11-22 s a call on a quiet machine; the
+				// decision takes microseconds, so seconds to spare.
+				name := fmt.Sprintf("%s %s: AllowAt(%d) after AllowAt(%d)", c.name, k.name, pair[1].Year(), pair[0].Year())
+				testutil.Within(t, 5*time.Second, name, func() {
+					if d := alg.AllowAt(pair[1], 1); !d.Allowed {
+						t.Errorf("%s refused the first unit after %v", name, pair[1].Sub(pair[0]))
+					}
+				})
 			}
 		}
 	}

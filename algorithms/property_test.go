@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 )
 
 // The property tests drive each algorithm through random timelines in
@@ -18,16 +19,19 @@ import (
 // earlier), and at the end of each timeline the conformance bound is checked
 // over every interval of the admissions.
 //
-// The default run makes propertyRuns·propertySteps = 10^5 decisions per
-// algorithm with a fixed seed; -args -seed=N explores other timelines.
+// The default run makes propertyRuns·propertySteps = 3·10^4 decisions per
+// algorithm with a fixed seed, and the full-volume run (SLUICE_VOLUME=full,
+// docs/testing.md) 10^6; -args -seed=N explores other timelines.
 
 var seedFlag = flag.Uint64("seed", 0, "base seed for the property tests (0: the fixed default)")
 
 const (
 	defaultSeed   = 0x51_1ce_2026
-	propertyRuns  = 200
 	propertySteps = 500
 )
+
+// propertyRuns is how many timelines each property test draws.
+func propertyRuns() int64 { return testutil.Volume(60, 2000) }
 
 // seeded returns the generator for one run of a test, and how to reproduce
 // it, which the test prints on failure.
@@ -227,7 +231,7 @@ func gap(r algorithms.Rate) int64 { return max(1, (int64(r.Per)+r.Count-1)/r.Cou
 func TestPropertyBucketFamily(t *testing.T) {
 	t.Parallel()
 	decisions := 0
-	for run := range uint64(propertyRuns) {
+	for run := range uint64(propertyRuns()) {
 		rng, seed := seeded(t.Name(), run)
 		rate, capacity := randomRate(rng), randomCapacity(rng)
 		g, err1 := algorithms.NewGCRA(rate, capacity)
@@ -251,14 +255,16 @@ func TestPropertyBucketFamily(t *testing.T) {
 		interval := gap(rate)
 		decisions += h.run(&timeline{rng: rng, gap: interval, idle: capacity * interval, capacity: capacity}, propertySteps)
 	}
-	if decisions < 100_000 {
-		t.Fatalf("only %d decisions per algorithm", decisions)
+	testutil.ReportDecisions(t, 3*int64(decisions))
+	if want := int(propertyRuns() * propertySteps); decisions < want {
+		t.Fatalf("only %d decisions per algorithm, want %d", decisions, want)
 	}
 }
 
 func TestPropertySlidingWindow(t *testing.T) {
 	t.Parallel()
-	for run := range uint64(propertyRuns) {
+	var decisions int64
+	for run := range uint64(propertyRuns()) {
 		rng, seed := seeded(t.Name(), run)
 		limit, window := randomCapacity(rng), randomWindow(rng)
 		w, err := algorithms.NewSlidingWindow(algorithms.Rate{Count: limit, Per: window})
@@ -273,13 +279,15 @@ func TestPropertySlidingWindow(t *testing.T) {
 			ref:   &refSliding{limit: limit, window: int64(window)},
 			probe: true, probeEvery: 5,
 		}
-		h.run(&timeline{rng: rng, gap: max(1, int64(window)/limit), idle: int64(window), capacity: limit}, propertySteps)
+		decisions += int64(h.run(&timeline{rng: rng, gap: max(1, int64(window)/limit), idle: int64(window), capacity: limit}, propertySteps))
 	}
+	testutil.ReportDecisions(t, decisions)
 }
 
 func TestPropertyFixedWindow(t *testing.T) {
 	t.Parallel()
-	for run := range uint64(propertyRuns) {
+	var decisions int64
+	for run := range uint64(propertyRuns()) {
 		rng, seed := seeded(t.Name(), run)
 		limit, window := randomCapacity(rng), randomWindow(rng)
 		w, err := algorithms.NewFixedWindow(algorithms.Rate{Count: limit, Per: window})
@@ -296,7 +304,8 @@ func TestPropertyFixedWindow(t *testing.T) {
 		}
 		withFastPaths(t, h, "FixedWindow", w)
 		// Start anywhere in a window, not only at its beginning.
-		h.run(&timeline{rng: rng, gap: max(1, int64(window)/limit), idle: int64(window), capacity: limit,
-			now: rng.Int64N(int64(window))}, propertySteps)
+		decisions += int64(h.run(&timeline{rng: rng, gap: max(1, int64(window)/limit), idle: int64(window), capacity: limit,
+			now: rng.Int64N(int64(window))}, propertySteps))
 	}
+	testutil.ReportDecisions(t, decisions)
 }

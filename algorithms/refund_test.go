@@ -211,7 +211,7 @@ func TestFixedWindowRefundsOnlyInItsWindow(t *testing.T) {
 // the lock-free one, and refunds of random earlier receipts, some twice,
 // some long after, checking that the admissions not refunded keep each
 // algorithm's bound over every interval, and that no decision names a
-// RetryAt or ResetAt before its instant. 10^5 decisions per algorithm.
+// RetryAt or ResetAt before its instant. propertyRuns·propertySteps decisions per algorithm.
 func TestPropertyRefunds(t *testing.T) {
 	type kind struct {
 		name  string
@@ -249,7 +249,7 @@ func TestPropertyRefunds(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
 			decisions, refunded := 0, 0
-			for run := range uint64(propertyRuns) {
+			for run := range uint64(propertyRuns()) {
 				rng, seed := seeded(t.Name(), run)
 				a, bound, config := k.new(rng)
 				gated, _ := a.(algorithms.Gated)
@@ -304,7 +304,7 @@ func TestPropertyRefunds(t *testing.T) {
 					t.Fatalf("%s\n%s: the admissions not refunded break the bound: %v", seed, config, err)
 				}
 			}
-			if decisions < 100_000 || refunded < decisions/50 {
+			if decisions < int(propertyRuns()*propertySteps) || refunded < decisions/50 {
 				t.Fatalf("%d decisions, %d refunds that gave something back: too few", decisions, refunded)
 			}
 		})

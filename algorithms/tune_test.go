@@ -178,7 +178,7 @@ func TestSettle(t *testing.T) {
 // retries exactly debt·Per/Count later than one that was not, while both are
 // backlogged.
 func TestPropertySettle(t *testing.T) {
-	for run := range uint64(propertyRuns) {
+	for run := range uint64(propertyRuns()) {
 		rng, seed := seeded(t.Name(), run)
 		rate, capacity := randomRate(rng), 2+randomCapacity(rng)
 		for _, a := range newBucketFamily(t, rate, capacity) {

@@ -25,7 +25,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var (
 	errBoom = errors.New("boom")
 	ctx     = context.Background()
-	t0      = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
 func mustNew(t testing.TB, opts ...breaker.Option) *breaker.Breaker {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 )
@@ -117,13 +118,12 @@ func TestCellKeysStayExactWhileTheirOriginMoves(t *testing.T) {
 		g, _ := algorithms.NewGCRA(rate, 3)
 		return g
 	}
-	seeds := 20
-	if testing.Short() {
-		seeds = 4
-	}
+	seeds := testutil.Volume(20, 1000)
+	var decisions int64
 	var generations uint64
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		evs := script(rand.New(rand.NewPCG(seed, 34)), 3, 3)
+		decisions += int64(len(evs))
 		for i := range evs {
 			evs[i].at *= 1000
 			evs[i].deadline *= 1000
@@ -152,6 +152,7 @@ func TestCellKeysStayExactWhileTheirOriginMoves(t *testing.T) {
 		}
 	}
 	t.Logf("%d generations over %d scripts", generations, seeds)
+	testutil.ReportDecisions(t, decisions)
 	require.Greater(t, generations, uint64(seeds*20), "the origin moved")
 }
 

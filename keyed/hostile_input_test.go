@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -281,7 +282,9 @@ func TestHostileClosed(t *testing.T) {
 		}
 		errc := make(chan error, 1)
 		go func() { _, err := l.Acquire(context.Background(), "w", 5); errc <- err }()
-		time.Sleep(20 * time.Millisecond)
+		for l.Stats().Waiting == 0 { // Close must find the waiter queued
+			runtime.Gosched()
+		}
 		testutil.Within(t, 5*time.Second, name, func() {
 			if err := l.Close(); err != nil {
 				t.Errorf("Close = %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 )
@@ -174,7 +175,7 @@ func play(t *testing.T, newSubject func() subject, evs []event) (arrivals map[in
 			})
 		}
 		for _, ev := range evs {
-			time.Sleep(start.Add(ev.at).Sub(time.Now()))
+			time.Sleep(time.Until(start.Add(ev.at)))
 			switch ev.kind {
 			case cancelIt:
 				cancels[ev.id]()
@@ -218,15 +219,15 @@ func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
 			return w
 		}, 5},
 	}
-	seeds := 40
-	if testing.Short() {
-		seeds = 8
-	}
+	seeds := int(testutil.Volume(40, 1000))
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
 			var waited, refused int
+			var decisions int64
+			defer func() { testutil.ReportDecisions(t, decisions) }()
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				evs := script(rand.New(rand.NewPCG(seed, 12)), 3, cfg.cap)
+				decisions += int64(len(evs))
 				got, gotTries := play(t, func() subject {
 					l, err := keyed.New(func(int) (algorithms.Algorithm, error) { return cfg.make(), nil }, keyed.WithShards(2))
 					require.NoError(t, err)

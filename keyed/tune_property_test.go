@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 )
@@ -100,16 +101,16 @@ func TestPropertyTunedKeysBehaveAsOneActorLimiterPerKey(t *testing.T) {
 			return w
 		}, algorithms.Rate{Count: 5, Per: 20 * time.Millisecond}, 5},
 	}
-	seeds := 40
-	if testing.Short() {
-		seeds = 8
-	}
+	seeds := int(testutil.Volume(40, 1000))
 	for _, cfg := range configs {
 		t.Run(cfg.name, func(t *testing.T) {
 			var waited, changed, failed int
+			var decisions int64
+			defer func() { testutil.ReportDecisions(t, decisions) }()
 			for seed := uint64(1); seed <= uint64(seeds); seed++ {
 				rng := rand.New(rand.NewPCG(seed, 13))
 				evs := withTunes(rng, script(rng, 3, cfg.cap), 3, cfg.base, cfg.cap)
+				decisions += int64(len(evs))
 				got, gotOthers := play(t, func() subject {
 					l, err := keyed.New(func(k int) (algorithms.Algorithm, error) { return cfg.make(k), nil },
 						keyed.WithShards(2), keyed.WithIdleTimeout(time.Hour))

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/actor"
@@ -224,55 +225,62 @@ func TestHostileFixedCost(t *testing.T) {
 // TestHostileMaxWait: MaxWait/WithMaxWait with extreme durations.
 func TestHostileMaxWait(t *testing.T) {
 	for _, d := range []time.Duration{math.MinInt64, -1, 0, 1, math.MaxInt64} {
-		rate := rdRate(t, algorithms.PerSecond(10), 1)
-		testutil.Within(t, 5*time.Second, fmt.Sprint("MaxWait ", d), func() {
-			m := permits.MaxWait(rate, d)
-			if _, err := m.Acquire(context.Background(), 1); err != nil {
-				t.Errorf("MaxWait(%v) first Acquire = %v", d, err)
-			}
-			// now the next unit is ~100ms away.
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			start := time.Now()
-			_, err := m.Acquire(ctx, 1)
-			el := time.Since(start)
-			switch {
-			case d <= 1:
-				if !errors.Is(err, permits.ErrRateLimited) || errors.Is(err, context.DeadlineExceeded) {
-					t.Errorf("MaxWait(%v) Acquire = %v, want ErrRateLimited only", d, err)
-				}
-				if ra, ok := permits.RetryAfter(err); !ok || ra <= 0 {
-					t.Errorf("MaxWait(%v) RetryAfter = %v %v", d, ra, ok)
-				}
-				if el > 50*time.Millisecond {
-					t.Errorf("MaxWait(%v) refused after %v", d, el)
-				}
-			default:
-				if err != nil {
-					t.Errorf("MaxWait(%v) Acquire = %v, want a grant after ~100ms", d, err)
-				}
-			}
-			// Do with the same bound
-			err = permits.Do(context.Background(), rate, 1, func(context.Context) error { return nil }, permits.WithMaxWait(d), nil)
-			if d > 1 && err != nil {
-				t.Errorf("Do WithMaxWait(%v) = %v", d, err)
-			}
-			if d <= 1 && err != nil && !errors.Is(err, permits.ErrRateLimited) {
-				t.Errorf("Do WithMaxWait(%v) = %v", d, err)
-			}
-			// MaxWait of a Refunder keeps Refund/Settle
-			if r, ok := m.(permits.Settler); ok {
-				if r.Refund(permits.Grant{}) {
-					t.Errorf("Refund(zero) true")
-				}
-				if err := r.Settle(permits.Grant{}, 1); !errors.Is(err, permits.ErrUnknownGrant) {
-					t.Errorf("Settle(zero) = %v", err)
-				}
-			} else {
-				t.Errorf("MaxWait(actor.Limiter) is not a Settler")
-			}
-		})
+		synctest.Test(t, func(t *testing.T) { hostileMaxWait(t, d) })
 	}
+}
+
+// hostileMaxWait is TestHostileMaxWait for one bound, in a bubble, so that
+// "refused at once" is an exact instant rather than a guess at how long a
+// refusal takes on this machine.
+func hostileMaxWait(t *testing.T, d time.Duration) {
+	rate := rdRate(t, algorithms.PerSecond(10), 1)
+	testutil.Within(t, 5*time.Second, fmt.Sprint("MaxWait ", d), func() {
+		m := permits.MaxWait(rate, d)
+		if _, err := m.Acquire(context.Background(), 1); err != nil {
+			t.Errorf("MaxWait(%v) first Acquire = %v", d, err)
+		}
+		// now the next unit is ~100ms away.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := m.Acquire(ctx, 1)
+		el := time.Since(start)
+		switch {
+		case d <= 1:
+			if !errors.Is(err, permits.ErrRateLimited) || errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("MaxWait(%v) Acquire = %v, want ErrRateLimited only", d, err)
+			}
+			if ra, ok := permits.RetryAfter(err); !ok || ra <= 0 {
+				t.Errorf("MaxWait(%v) RetryAfter = %v %v", d, ra, ok)
+			}
+			if el != 0 {
+				t.Errorf("MaxWait(%v) refused after %v, want at once", d, el)
+			}
+		default:
+			if err != nil {
+				t.Errorf("MaxWait(%v) Acquire = %v, want a grant after ~100ms", d, err)
+			}
+		}
+		// Do with the same bound
+		err = permits.Do(context.Background(), rate, 1, func(context.Context) error { return nil }, permits.WithMaxWait(d), nil)
+		if d > 1 && err != nil {
+			t.Errorf("Do WithMaxWait(%v) = %v", d, err)
+		}
+		if d <= 1 && err != nil && !errors.Is(err, permits.ErrRateLimited) {
+			t.Errorf("Do WithMaxWait(%v) = %v", d, err)
+		}
+		// MaxWait of a Refunder keeps Refund/Settle
+		if r, ok := m.(permits.Settler); ok {
+			if r.Refund(permits.Grant{}) {
+				t.Errorf("Refund(zero) true")
+			}
+			if err := r.Settle(permits.Grant{}, 1); !errors.Is(err, permits.ErrUnknownGrant) {
+				t.Errorf("Settle(zero) = %v", err)
+			}
+		} else {
+			t.Errorf("MaxWait(actor.Limiter) is not a Settler")
+		}
+	})
 }
 
 // TestHostileAllCloseParts: a closed part makes All fail with ErrClosed and

@@ -339,7 +339,7 @@ func TestServerRestartMidRun(t *testing.T) {
 // newcomer's request at once, in a call with a deadline of its own.
 func TestALoneCallersSlowCallTimesOutAtItsDeadline(t *testing.T) {
 	s := redistest.Test(t)
-	c := s.Client(t)
+	c := s.Client(t, patient)
 	admin := s.Client(t)
 	ctx := context.Background()
 	const timeout = 150 * time.Millisecond
@@ -358,7 +358,7 @@ func TestALoneCallersSlowCallTimesOutAtItsDeadline(t *testing.T) {
 	assert.Equal(t, uint64(1), l.Stats().Unavailable)
 
 	// With a second caller: the owner times the stuck call out at its deadline.
-	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 1000, "WRITE").Err())
+	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", pauseMs, "WRITE").Err())
 	begin = time.Now()
 	first := make(chan error, 1)
 	go func() { _, err := l.TryAcquire(1); first <- err }()
@@ -367,16 +367,16 @@ func TestALoneCallersSlowCallTimesOutAtItsDeadline(t *testing.T) {
 	}
 	second := make(chan error, 1)
 	go func() { _, err := l.Acquire(ctx, 1); second <- err }() // an Acquire does not wake an owner whose batch is under way
-	for l.Stats().Unavailable != 2 && time.Since(begin) < 900*time.Millisecond {
+	for l.Stats().Unavailable != 2 && time.Since(begin) < waitedForRedis {
 		time.Sleep(time.Millisecond)
 	}
 	took = time.Since(begin)
 	assert.GreaterOrEqual(t, took, timeout, "not at the stuck call's deadline")
-	assert.Less(t, took, 900*time.Millisecond, "the owner waited for go-redis")
-	for l.Stats().Unavailable != 3 && time.Since(begin) < 900*time.Millisecond {
+	assert.Less(t, took, waitedForRedis, "the owner waited for Redis")
+	for l.Stats().Unavailable != 3 && time.Since(begin) < waitedForRedis {
 		time.Sleep(time.Millisecond)
 	}
-	assert.Less(t, time.Since(begin), 900*time.Millisecond, "the newcomer's call had no deadline")
+	assert.Less(t, time.Since(begin), waitedForRedis, "the newcomer's call had no deadline")
 	assert.Equal(t, uint64(3), l.Stats().Direct, "the newcomer went through the owner")
 	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
 	require.ErrorAs(t, <-first, &te)

@@ -105,3 +105,20 @@ func (g *gate) hold() {
 
 // next returns the release of the next held call, waiting for it.
 func (g *gate) next() chan struct{} { return <-g.calls }
+
+// A hung Redis, for tests of what a call timeout bounds: the server is
+// paused for pauseMs (CLIENT PAUSE) and its clients are patient (go-redis
+// never times a read out), so that a caller that waited for Redis rather
+// than for WithCallTimeout waits the whole pause. The tests bound their
+// waits by waitedForRedis, a third of the pause and a hundred times the
+// call timeouts they set: an order of magnitude either way, which no
+// machine's speed turns around, and the test unpauses Redis once it has
+// seen what it wanted, so a passing run never waits for the pause.
+const (
+	pauseMs        = 60_000
+	waitedForRedis = 20 * time.Second
+)
+
+// patient is a client option: go-redis waits for the server as long as
+// it takes, so that only sluice's own deadlines end a call to a hung one.
+func patient(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = -1, -1 }

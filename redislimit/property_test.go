@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -136,9 +137,10 @@ func TestBehavesAsTheInProcessGCRA(t *testing.T) {
 		{algorithms.PerSecond(3), 2, false},
 		{algorithms.PerSecond(30), 4, true},
 	} {
-		for seed := uint64(1); seed <= 3; seed++ {
+		for seed := uint64(1); seed <= uint64(testutil.Volume(3, 30)); seed++ {
 			t.Run(fmt.Sprintf("%v burst %d unit %v seed %d", cfg.rate, cfg.burst, cfg.unit, seed), func(t *testing.T) {
 				evs := randomScript(rand.New(rand.NewPCG(seed, 11)), 150, cfg.burst, cfg.unit)
+				defer testutil.ReportDecisions(t, int64(len(evs)))
 				inBubble(t, func(t *testing.T, c *redis.Client) {
 					g, err := algorithms.NewGCRA(cfg.rate, cfg.burst)
 					require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/redislimit"
 	"github.com/sluicehq/sluice/redislimit/redistest"
@@ -298,9 +299,10 @@ func TestWindowBehavesAsTheInProcessSlidingWindow(t *testing.T) {
 		{Count: 12, Per: 250 * time.Millisecond},
 		{Count: 1, Per: 30 * time.Millisecond},
 	} {
-		for seed := uint64(1); seed <= 3; seed++ {
+		for seed := uint64(1); seed <= uint64(testutil.Volume(3, 30)); seed++ {
 			t.Run(fmt.Sprintf("%v seed %d", limit, seed), func(t *testing.T) {
 				evs := randomScript(rand.New(rand.NewPCG(seed, 13)), 150, limit.Count, false)
+				defer testutil.ReportDecisions(t, int64(len(evs)))
 				inBubble(t, func(t *testing.T, c *redis.Client) {
 					sw, err := algorithms.NewSlidingWindow(limit)
 					require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/redislimit"
 	"github.com/sluicehq/sluice/redislimit/redistest"
 )
@@ -149,7 +150,9 @@ func admitAmong(es []*wevent, l, w, now, cost, hold int64) int64 {
 func TestWindowScriptAgainstAReferenceModel(t *testing.T) {
 	c := redistest.Test(t).Client(t)
 	var admitted, reserved, refused, settled, movedN int
-	for seed := uint64(1); seed <= 30; seed++ {
+	seeds := uint64(testutil.Volume(30, 1000))
+	defer func() { testutil.ReportDecisions(t, int64(seeds)*150) }()
+	for seed := uint64(1); seed <= seeds; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		l := int64(1 + rng.IntN(30))
 		w := int64(1_000 + rng.IntN(200_000))

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -42,10 +43,8 @@ func (r *recorder) Granted(n *scheduler.Node[int], at int64) {
 // grants at the same instants, the same wake-ups, the same head and the
 // same Due after every step.
 func TestFairAgainstReference(t *testing.T) {
-	seeds, steps := 300, 400
-	if testing.Short() {
-		seeds = 40
-	}
+	seeds, steps := testutil.Volume(300, 3000), 400
+	testutil.ReportDecisions(t, seeds*int64(steps))
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		rng := rand.New(rand.NewPCG(seed, 14))
 		checkAgainstReference(t, seed, rng, steps)

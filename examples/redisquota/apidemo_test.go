@@ -15,12 +15,15 @@ import (
 // real redis-server: three processes (this test binary again) share the
 // API's quotas through Redis. The goals that must hold: every job done, no
 // 429 for the quota, and the overload's 429s each retried after its
-// Retry-After, none lost. The margin is 10%, not 1%: on a loaded CI
-// machine under -race, a grant can take more than 10 ms to reach the API.
+// Retry-After, none lost. The margin is 30%, not 1%: the API judges each
+// request when it arrives, so a grant delayed on its way there (a busy
+// machine under -race, another suite beside it) bunches the requests
+// behind it; 30% of the API's one-second window is 300 ms of delay any
+// run keeps within, where 1% was 10 ms.
 func TestAPIDemoInThreeProcesses(t *testing.T) {
 	s := redistest.Test(t)
 	cfg, err := parseAPIFlags([]string{
-		"-addr", s.Addr, "-jobs", "90", "-rps", "100", "-tpm", "6000000", "-latency", "10ms", "-margin", "10",
+		"-addr", s.Addr, "-jobs", "90", "-rps", "100", "-tpm", "6000000", "-latency", "10ms", "-margin", "30",
 		"-overload-at", "300ms", "-overload-for", "1s",
 	}, io.Discard)
 	if err != nil {

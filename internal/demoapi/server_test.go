@@ -41,7 +41,7 @@ func TestRequestQuota(t *testing.T) {
 		refused := ask(api, "3", 10, 10)
 		assert.Equal(t, http.StatusTooManyRequests, refused.StatusCode, "a third arrival within 1 s")
 		assert.Equal(t, "1", refused.Header.Get("Retry-After"))
-		time.Sleep(t0.Add(time.Second).Sub(time.Now()))
+		time.Sleep(time.Until(t0.Add(time.Second)))
 		assert.Equal(t, http.StatusOK, ask(api, "3", 10, 10).StatusCode, "the first arrival has left the window")
 		s := api.Snapshot()
 		assert.Equal(t, 3, s.Accepted)
@@ -109,7 +109,7 @@ func TestOverload(t *testing.T) {
 		c.OverloadAt, c.OverloadFor, c.OverloadRetry = time.Second, 2*time.Second, time.Second
 		api := demoapi.New(c)
 		t0 := time.Now()
-		at := func(d time.Duration) { time.Sleep(t0.Add(d).Sub(time.Now())) }
+		at := func(d time.Duration) { time.Sleep(time.Until(t0.Add(d))) }
 		assert.Equal(t, http.StatusOK, ask(api, "a", 10, 10).StatusCode, "before the overload")
 		at(1500 * time.Millisecond)
 		refused := ask(api, "b", 10, 10)

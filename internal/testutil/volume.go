@@ -29,12 +29,13 @@ func Volume(quick, full int64) int64 {
 }
 
 // ReportDecisions logs how many decisions a property or stress test made,
-// in the one form .ci/run's full-volume step collects ("decisions: N").
+// in the one form .ci/run's full-volume step collects ("decisions: N (name,
+// volume full)").
 func ReportDecisions(t testing.TB, n int64) {
 	t.Helper()
 	mode := "quick"
 	if Full() {
 		mode = "full"
 	}
-	t.Logf("decisions: %d (volume %s)", n, mode)
+	t.Logf("decisions: %d (%s, volume %s)", n, t.Name(), mode)
 }
