@@ -252,7 +252,7 @@ func (r *runtime) startLanes(s *laneSet) {
 	if r.cfg.maxWait >= 0 {
 		r.expiry.clear()
 		for n := s.parent.flow.Head(); n != nil; n = n.Next() {
-			r.expiry.add(n.Value, n.Arrival+int64(r.cfg.maxWait))
+			r.expiry.add(n.Value, expiresAt(n.Arrival, r.cfg.maxWait))
 		}
 	}
 }

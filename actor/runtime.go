@@ -425,7 +425,7 @@ func (r *runtime) admit(c *call, now int64) {
 			if r.cfg.maxWait >= 0 {
 				// A lane's prediction is a lower bound: the owner
 				// enforces the bound (laneset.go).
-				r.expiry.add(c, at+int64(r.cfg.maxWait))
+				r.expiry.add(c, expiresAt(at, r.cfg.maxWait))
 			}
 			return
 		}
@@ -434,7 +434,7 @@ func (r *runtime) admit(c *call, now int64) {
 		} else if r.cfg.maxWait >= 0 {
 			// Nobody can tell when it will be granted: the owner expires
 			// it when its wait runs out (expiry.go).
-			r.expiry.add(c, at+int64(r.cfg.maxWait))
+			r.expiry.add(c, expiresAt(at, r.cfg.maxWait))
 		}
 		return
 	}
