@@ -26,7 +26,7 @@ func TestHashCollisionsShareALimit(t *testing.T) {
 		}, WithShards(4))
 		require.NoError(t, err)
 		defer l.Close()
-		s, h := l.shard("alice")
+		s, h, _ := l.shard("alice")
 		try := func(key string, h uint64) bool {
 			a, err := s.attempt(key, h, 1, false, false)
 			require.NoError(t, err)

@@ -27,7 +27,11 @@
 // bytes a key with the table's free slots (docs/benchmarks.md has the
 // measured total). The key itself is not kept: two keys of one 64-bit hash
 // share a limit, as in httprate, about 3·10⁻⁸ likely for a pair among a
-// million live keys. What only some keys need (waiters, a request at the
+// million live keys (with WithShards(1) or (2), a few times likelier: the
+// table's tag keeps 62 bits of the hash, and four shards or more supply
+// the two it gives up). A key that is not equal to itself, a NaN, is
+// refused with ErrInvalidKey: it could never find its limit again.
+// What only some keys need (waiters, a request at the
 // owner, an algorithm of their own) is an entry in a side map, found
 // through a flag in the slot. Keys whose algorithm differs keep it there.
 //

@@ -15,6 +15,11 @@ import (
 // usual; the new key can be served once others have gone idle.
 var ErrTooManyKeys = errors.New("keyed: too many live keys")
 
+// ErrInvalidKey is matched by the error of a request for a key that is
+// not equal to itself, such as a float NaN: it could never be found again,
+// so it is refused rather than given a fresh, full limit every time.
+var ErrInvalidKey = errors.New("keyed: invalid key")
+
 // ErrInvalidConfig is matched by every error New returns for options or a
 // constructor it cannot use.
 var ErrInvalidConfig = errors.New("keyed: invalid configuration")

@@ -21,7 +21,7 @@ func IsCell[K comparable](l *Limiter[K], key K) bool {
 
 // HasEntry reports whether key is live with an entry.
 func HasEntry[K comparable](l *Limiter[K], key K) bool {
-	s, h := l.shard(key)
+	s, h, _ := l.shard(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sl, tag := s.tab.Load().find(ident(h))
@@ -52,7 +52,7 @@ func Generations[K comparable](l *Limiter[K]) (n uint64) {
 // WhileLocked calls f while holding the write lock of key's shard, which
 // the fast path of a cell key must never need.
 func WhileLocked[K comparable](l *Limiter[K], key K, f func()) {
-	s, _ := l.shard(key)
+	s, _, _ := l.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f()
@@ -79,7 +79,7 @@ func WithRetiredHook(f func(slot any)) Option {
 // Slot returns the slot of key, a cell key without an entry, as a caller
 // that found it without a lock holds it; nil for any other key.
 func Slot[K comparable](l *Limiter[K], key K) any {
-	s, h := l.shard(key)
+	s, h, _ := l.shard(key)
 	if sl, tag := s.tab.Load().find(ident(h)); sl != nil && tag&fSide == 0 {
 		return heldSlot[K]{s, sl}
 	}
@@ -134,7 +134,7 @@ func sendPinned[K comparable](l *Limiter[K], e any, o op, cost int64) error {
 // without one gets one, as a request for the owner gives it: the owner's
 // next pass gives it back unless it is pinned by then.
 func Entry[K comparable](l *Limiter[K], key K) any {
-	s, h := l.shard(key)
+	s, h, _ := l.shard(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sl, tag := s.tab.Load().find(ident(h))
@@ -175,7 +175,7 @@ func FastPath[K comparable](l *Limiter[K], key K) bool {
 // locate finds key under its shard's read lock and reports f of its slot
 // (a cell key without an entry) or of its entry; false when it is not live.
 func locate[K comparable](l *Limiter[K], key K, f func(s *shard[K], sl *slot, e *entry[K]) bool) bool {
-	s, h := l.shard(key)
+	s, h, _ := l.shard(key)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	sl, tag := s.tab.Load().find(ident(h))

@@ -139,7 +139,10 @@ func (l *Limiter[K]) try(key K, cost int64, full bool) (permits.Permit, permits.
 	if err := l.check(cost); err != nil {
 		return permits.Permit{}, permits.Quota{}, err
 	}
-	s, h := l.shard(key)
+	s, h, err := l.shard(key)
+	if err != nil {
+		return permits.Permit{}, permits.Quota{}, err
+	}
 	a, err := s.attempt(key, h, cost, full, false)
 	if err != nil {
 		return permits.Permit{}, s.limit(a), err
@@ -162,7 +165,10 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 	if err := l.check(cost); err != nil {
 		return permits.Permit{}, permits.Quota{}, err
 	}
-	s, h := l.shard(key)
+	s, h, err := l.shard(key)
+	if err != nil {
+		return permits.Permit{}, permits.Quota{}, err
+	}
 	a, err := s.attempt(key, h, cost, full, true)
 	if err != nil {
 		return permits.Permit{}, s.limit(a), err
@@ -269,10 +275,16 @@ func (l *Limiter[K]) Stats() Stats {
 	return st
 }
 
-// shard returns key's shard and hash.
-func (l *Limiter[K]) shard(key K) (*shard[K], uint64) {
+// shard returns key's shard and hash, or ErrInvalidKey for a key that is
+// not equal to itself (a NaN, or a value that holds one): maphash gives
+// such a key a new hash every time, so each request would make a new key,
+// full, and never be limited.
+func (l *Limiter[K]) shard(key K) (*shard[K], uint64, error) {
+	if key != key {
+		return nil, 0, fmt.Errorf("%w: %v is not equal to itself (a NaN, or a value holding one), so no request could find its limit again", ErrInvalidKey, key)
+	}
 	h := maphash.Comparable(l.seed, key)
-	return l.shards[h&l.mask], h
+	return l.shards[h&l.mask], h, nil
 }
 
 // stamp is a reading of the clock, ns on the timeline.

@@ -68,7 +68,10 @@ func (l *Limiter[K]) tune(key K, rate algorithms.Rate, burst int64) error {
 	if l.closed.Load() {
 		return permits.ErrClosed
 	}
-	s, h := l.shard(key)
+	s, h, err := l.shard(key)
+	if err != nil {
+		return err
+	}
 	a, err := s.attempt(key, h, 0, false, true) // cost 0: pins the key, made if need be
 	if err != nil {
 		return err
