@@ -148,6 +148,12 @@ func (p *ratePolicy) tail() (int64, bool) { return p.shadowLast, p.shadowOK }
 
 func (p *ratePolicy) removed() { p.shadowOK = false }
 
+func (p *ratePolicy) closeGate() {
+	if p.gated != nil {
+		p.gated.CloseGate()
+	}
+}
+
 func (p *ratePolicy) idle() {
 	p.shadowOK, p.shadow, p.last = false, nil, algorithms.Receipt{}
 	if p.gated != nil {

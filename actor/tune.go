@@ -148,19 +148,34 @@ func (r *runtime) control(c *call, _ int64) {
 }
 
 // changing and changed frame a change of what the queue may be granted (a
-// refund, a new rate or burst, a pause, a settlement). changing reads the
-// clock afresh, not the batch's reading: a lock-free decision that started
-// before the owner published busy may have decided after the batch's
-// instant, and a refund must come after every instant decided (the refund
-// rule). It first grants what was due by then, as it was due. changed then
-// re-times the head from that instant and never before it (what the change
-// frees was not there earlier), and forgets the predictions.
+// refund, a new rate or burst, a pause, a settlement). changing closes the
+// algorithm's gate and then reads the clock afresh, not the batch's
+// reading: a lock-free decision that started before the owner published
+// busy may decide after any instant the owner has read, and a refund must
+// come after every instant decided (the refund rule). Closing first makes
+// the order total: a decision whose CAS landed before the close read the
+// clock before the owner does, and one that comes after finds the gate
+// closed and goes to the owner, behind the change. (Reading first left a
+// window in which a caller decided at a later instant than the refund's,
+// which then gave back room that caller had taken: three grants in a
+// half-second against a bound of two.) schedule reopens the gate when
+// nobody waits. changing then grants what was due by its reading, as it
+// was due; changed re-times the head from that instant and never before it
+// (what the change frees was not there earlier), and forgets the
+// predictions.
 func (r *runtime) changing() int64 {
+	if g, ok := r.pol.(gateCloser); ok {
+		g.closeGate()
+	}
 	at := r.now()
 	r.expiry.expire(at, r)
 	r.grantDue(at)
 	return at
 }
+
+// gateCloser is a policy whose lock-free path has a gate the owner can
+// close (ratePolicy over an algorithms.Gated).
+type gateCloser interface{ closeGate() }
 
 func (r *runtime) changed(at int64) {
 	r.hold(at)

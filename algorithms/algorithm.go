@@ -71,6 +71,12 @@ type Gated interface {
 	AllowOrCloseAt(now time.Time, cost int64) Decision
 	// OpenGate reopens the gate; the owner calls it once it has no waiters.
 	OpenGate()
+	// CloseGate closes the gate, whatever the state: the owner calls it
+	// before it reads the clock for a change of the state of its own (a
+	// refund, a settle, a new rate), so that no lock-free decision lands
+	// between its reading and the change, at a later instant than the one
+	// the change is made at.
+	CloseGate()
 	// LockFree reports whether this configuration has a lock-free form at
 	// all; when it is false, TryAllowAt and TryAdmitAt always report the
 	// gate closed and a caller need not read the clock for them.

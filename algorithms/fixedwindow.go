@@ -139,6 +139,16 @@ func (w *FixedWindow) AllowOrCloseAt(now time.Time, cost int64) Decision {
 	return d
 }
 
+// CloseGate closes the gate. Owner only.
+func (w *FixedWindow) CloseGate() {
+	for {
+		s := w.state.Load()
+		if s&gateBit != 0 || w.state.CompareAndSwap(s, s|gateBit) {
+			return
+		}
+	}
+}
+
 // OpenGate reopens the gate. Owner only.
 func (w *FixedWindow) OpenGate() {
 	for {

@@ -87,6 +87,9 @@ func (g *GCRA) AllowOrCloseAt(now time.Time, cost int64) Decision {
 // OpenGate reopens the gate. Owner only.
 func (g *GCRA) OpenGate() { g.c.openGate() }
 
+// CloseGate closes the gate. Owner only.
+func (g *GCRA) CloseGate() { g.c.closeGate() }
+
 // RefundAt gives back what is left of the admission r records: the part of
 // its slot in the schedule that is still ahead of now and that the
 // admissions placed behind it can move into (see Refunder). Owner only;

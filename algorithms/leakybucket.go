@@ -77,6 +77,9 @@ func (b *LeakyBucket) AllowOrCloseAt(now time.Time, cost int64) Decision {
 // OpenGate reopens the gate. Owner only.
 func (b *LeakyBucket) OpenGate() { b.c.openGate() }
 
+// CloseGate closes the gate. Owner only.
+func (b *LeakyBucket) CloseGate() { b.c.closeGate() }
+
 // RefundAt takes out of the bucket the units of the admission r records
 // that the admissions after it have not already had to wait for (see
 // Refunder and GCRA.RefundAt). Owner only.

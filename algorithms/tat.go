@@ -340,6 +340,17 @@ func (e *tatEpoch) wait(at time.Time, retry, n int64, exact bool) time.Duration 
 	return max(e.instant(retry).Sub(at), 1)
 }
 
+// closeGate closes the gate: from the CAS on, every lock-free decision
+// finds it closed and goes to the owner.
+func (c *tatCore) closeGate() {
+	for {
+		w := c.state.Load()
+		if w&gateBit != 0 || c.state.CompareAndSwap(w, w|gateBit) {
+			return
+		}
+	}
+}
+
 // openGate reopens the gate; the owner calls it once it has no waiters.
 func (c *tatCore) openGate() {
 	for {

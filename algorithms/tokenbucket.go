@@ -77,6 +77,9 @@ func (b *TokenBucket) AllowOrCloseAt(now time.Time, cost int64) Decision {
 // OpenGate reopens the gate. Owner only.
 func (b *TokenBucket) OpenGate() { b.c.openGate() }
 
+// CloseGate closes the gate. Owner only.
+func (b *TokenBucket) CloseGate() { b.c.closeGate() }
+
 // RefundAt puts back the tokens of the admission r records that the
 // admissions after it have not already had to wait for (see Refunder and
 // GCRA.RefundAt). Owner only.
