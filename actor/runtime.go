@@ -160,6 +160,8 @@ type call struct {
 	waited     bool // stGranted: granted from the queue, not on arrival
 	wantRc     bool // stGranted: copy the algorithm's receipt into extra
 	wantQuota  bool // opTry: report what remains (extra.remaining, extra.reset)
+	inBatch    bool // owner: taken in the batch being served, not yet handled
+	cancelled  bool // owner: its cancellation came in the same batch (see batch)
 }
 
 // callExtra holds what only refunds, refundable grants and tuning requests
@@ -293,23 +295,54 @@ func (r *runtime) loop() {
 		}
 		now := r.now() // one clock read per batch
 		cancels, arrivals := r.take()
-		for c := arrivals; c != nil; {
-			next := c.next
-			r.handle(c, now)
-			c = next
-		}
-		for c := cancels; c != nil; {
-			next := c.cancelNext
+		r.batch(cancels, arrivals, now)
+		timerC = r.schedule(now)
+	}
+}
+
+// batch serves what one take found, cancellations first: an arrival is
+// judged against what is left once the waiters that gave up are gone, not
+// behind them (a deadline or WithMaxWait it would miss behind a waiter
+// whose cancellation sits in the same batch, a TryAcquire refused for
+// room that cancellation gave back). A cancellation of a request in this
+// very batch (its caller gave up before the owner saw it) cannot be
+// handled before its request: the request is marked, and answered as
+// cancelled when its turn comes, without a decision.
+func (r *runtime) batch(cancels, arrivals *call, now int64) {
+	for c := arrivals; c != nil; c = c.next {
+		c.inBatch = true
+	}
+	for c := cancels; c != nil; {
+		next := c.cancelNext
+		if c.inBatch {
+			c.cancelled = true
+		} else {
 			// Grant first what was due by the time the caller gave up: a
 			// deadline at the very instant of its grant gets the grant,
 			// and a head the cancellation promotes is due from then.
 			at := min(max(c.cancelAt, 0), now)
 			r.expiry.expire(at, r)
 			r.grantDue(at)
-			r.cancel(c)
-			c = next
+			if r.cancel(c) {
+				// The room it leaves is there from at, not before: an
+				// arrival of this batch that came earlier was behind it
+				// until then, and is judged from then (admit).
+				r.arrived = max(r.arrived, at)
+			}
 		}
-		timerC = r.schedule(now)
+		c = next
+	}
+	for c := arrivals; c != nil; {
+		next := c.next
+		c.inBatch = false
+		if c.cancelled {
+			c.cancelled = false
+			r.canceled.add(1)
+			r.reply(c, stCanceled, 0)
+		} else {
+			r.handle(c, now)
+		}
+		c = next
 	}
 }
 
@@ -334,14 +367,16 @@ func (r *runtime) handle(c *call, now int64) {
 }
 
 // cancel removes a waiter whose caller gave up, wherever it is, or
-// acknowledges a cancellation that came after the answer.
-func (r *runtime) cancel(c *call) {
+// acknowledges a cancellation that came after the answer. It reports
+// whether a waiter left the queue.
+func (r *runtime) cancel(c *call) bool {
 	if r.unqueue(c) {
 		r.canceled.add(1)
 		r.reply(c, stCanceled, 0)
-		return
+		return true
 	}
 	c.reply <- struct{}{} // the acknowledgement of an answer sent before
+	return false
 }
 
 func (r *runtime) admit(c *call, now int64) {
