@@ -182,16 +182,19 @@ func ipKey(a netip.Addr, bits int) string {
 }
 
 // KeyByHeader returns a KeyFunc keying requests by the value of a header
-// (a user id set by an authenticating proxy in front, a tenant): the first
-// value, trimmed. It fails, matching ErrNoKey, when the header is absent,
-// empty or longer than 256 bytes. Use it only for a header that clients
-// cannot choose freely, or a client could give every request a new key;
-// WithMaxKeys on the limiter bounds what that costs.
+// (a user id set by an authenticating proxy in front, a tenant): the last
+// value, trimmed, when the header is repeated. The last, because a proxy
+// that adds the header appends it after whatever the client sent: a client
+// that sends someone else's value first must not spend that one's quota.
+// It fails, matching ErrNoKey, when the header is absent, empty or longer
+// than 256 bytes. Use it only for a header that clients cannot choose
+// freely, or a client could give every request a new key; WithMaxKeys on
+// the limiter bounds what that costs.
 func KeyByHeader(name string) KeyFunc {
 	canon := http.CanonicalHeaderKey(name)
 	prefix := prefixHeader + canon + ":"
 	return func(r *http.Request) (string, error) {
-		v := strings.TrimSpace(r.Header.Get(canon))
+		v := strings.TrimSpace(lastValue(r.Header, canon))
 		if err := checkKey(v, canon); err != nil {
 			return "", err
 		}
@@ -252,4 +255,14 @@ func FirstKey(fns ...KeyFunc) KeyFunc {
 		}
 		return "", err
 	}
+}
+
+// lastValue is the last value of the header canon (in canonical form), ""
+// if there is none.
+func lastValue(h http.Header, canon string) string {
+	vs := h[canon]
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[len(vs)-1]
 }
