@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,4 +78,18 @@ func TestWithQuotaUnitAdvertisesTheUnit(t *testing.T) {
 	policies, err := httplimit.ParsePolicies(resp.Header.Values("RateLimit-Policy")...)
 	require.NoError(t, err)
 	assert.Equal(t, "content-bytes", policies[0].Unit)
+}
+
+func TestAUnixResetKeepsItsFraction(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-RateLimit-Remaining", "0")
+		w.Header().Set("X-RateLimit-Reset", "1800000010.5")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	resp, _ := get(t, srv.Client(), srv.URL, nil)
+	wait, found := httplimit.ParseWait(resp.Header, t0)
+	assert.True(t, found)
+	assert.Equal(t, 10500*time.Millisecond, wait)
 }
