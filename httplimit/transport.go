@@ -15,7 +15,8 @@ import (
 	"github.com/sluicehq/sluice/retry"
 )
 
-// ErrInvalidConfig is matched by the errors of NewTransport.
+// ErrInvalidConfig is matched by the errors of NewTransport and KeyByIP:
+// an option outside its documented range.
 var ErrInvalidConfig = errors.New("httplimit: invalid configuration")
 
 // Pauser is a limiter that an upstream can make back off as a whole:
