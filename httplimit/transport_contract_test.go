@@ -33,7 +33,7 @@ func TestOne429ThenSuccess(t *testing.T) {
 			return reply(200, "fine"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 		require.NoError(t, err)
 		start := time.Now()
 		req, _ := http.NewRequest(http.MethodPost, "http://api/x", strings.NewReader("payload"))
@@ -66,7 +66,7 @@ func TestANonReplayablePostIsHandedBack(t *testing.T) {
 			return reply(429, "no", "Retry-After", "1"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 		require.NoError(t, err)
 		b := &closeCountingBody{Reader: strings.NewReader("x")}
 		req, _ := http.NewRequest(http.MethodPost, "http://api/x", b)
@@ -90,7 +90,7 @@ func TestAPostAfterANetworkErrorIsNotRetried(t *testing.T) {
 		boom := errors.New("boom")
 		api := &fakeAPI{answer: func(n int, r *http.Request) (*http.Response, error) { return nil, boom }}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 		require.NoError(t, err)
 		req, _ := http.NewRequest(http.MethodPatch, "http://api/x", bytes.NewReader([]byte("p")))
 		_, err = tr.RoundTrip(req)
@@ -112,7 +112,7 @@ func TestCancelDuringAPause(t *testing.T) {
 			return reply(429, "no", "Retry-After", "10"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api/x", nil)
@@ -153,7 +153,7 @@ func TestAWaitFromAFieldOrADatePauses(t *testing.T) {
 					return reply(200, "ok"), nil
 				}}
 				lim := newLimiter(t, algorithms.PerSecond(100), 10)
-				tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+				tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 				require.NoError(t, err)
 				start := time.Now()
 				req, _ := http.NewRequest(http.MethodGet, "http://api/x", nil)
@@ -174,7 +174,7 @@ func TestACappedPauseHandsTheResponseBack(t *testing.T) {
 			return reply(429, "later", "Retry-After", "3600"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithMaxPause(5*time.Second))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter, httplimit.WithMaxPause(5*time.Second))
 		require.NoError(t, err)
 		start := time.Now()
 		req, _ := http.NewRequest(http.MethodGet, "http://api/x", nil)
@@ -206,7 +206,7 @@ func TestTheTransportAgainstTheMiddlewareOnLoopback(t *testing.T) {
 	defer srv.Close()
 	base := srv.Client().Transport
 	lim := newLimiter(t, algorithms.PerSecond(1000), 100)
-	tr, err := httplimit.NewTransport(lim, httplimit.WithBase(base))
+	tr, err := httplimit.NewTransport(lim, httplimit.WithBase(base), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 	require.NoError(t, err)
 	c := &http.Client{Transport: tr}
 	defer c.CloseIdleConnections()
@@ -238,7 +238,7 @@ func TestA503BacksOffAndIsCounted(t *testing.T) {
 			return reply(200, "ok"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 		require.NoError(t, err)
 		req, _ := http.NewRequest(http.MethodGet, "http://api/x", nil)
 		resp, err := tr.RoundTrip(req)
@@ -255,7 +255,7 @@ func TestAnIdempotencyKeyMakesAPostRetriable(t *testing.T) {
 			return reply(429, fmt.Sprint("r", n), "Retry-After", "1"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 		require.NoError(t, err)
 		req, _ := http.NewRequest(http.MethodPost, "http://api/x", nil)
 		req.Header.Set("Idempotency-Key", "abc")
@@ -281,7 +281,7 @@ func TestADeadlineInsideAPauseSendsNothing(t *testing.T) {
 			return reply(200, "ok"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithRetry(retry.WithMaxAttempts(1)))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter, httplimit.WithRetry(retry.WithMaxAttempts(1)))
 		require.NoError(t, err)
 		req, _ := http.NewRequest(http.MethodGet, "http://api/x", nil)
 		resp, err := tr.RoundTrip(req)
@@ -312,7 +312,7 @@ func TestConcurrent429sPauseOnce(t *testing.T) {
 			return reply(200, "ok"), nil
 		}}
 		lim := newLimiter(t, algorithms.PerSecond(100), 10)
-		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api))
+		tr, err := httplimit.NewTransport(lim, httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		var okc atomic.Int64
