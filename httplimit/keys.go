@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -114,4 +115,67 @@ func lastValue(h http.Header, canon string) string {
 		return ""
 	}
 	return vs[len(vs)-1]
+}
+
+// KeyByAll returns a KeyFunc whose key is made of every one of fns' keys,
+// in order: KeyByAll(byIP, KeyByRoute(mux)) limits each client on each
+// route, KeyByAll(KeyByAPIKey(valid), KeyByMethod()) each API key per
+// method. Each part is written with its length, so no part can be made to
+// look like two (an API key "a|ip:1.2.3.4" is not the API key "a" and the
+// address 1.2.3.4). It fails with the first part's error. Nil entries are
+// skipped.
+func KeyByAll(fns ...KeyFunc) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		var b []byte
+		for _, f := range fns {
+			if f == nil {
+				continue
+			}
+			k, err := f(r)
+			if err != nil {
+				return "", err
+			}
+			b = strconv.AppendInt(b, int64(len(k)), 10)
+			b = append(b, ':')
+			b = append(b, k...)
+			b = append(b, ';')
+		}
+		if b == nil {
+			return "", fmt.Errorf("%w: no key function", ErrNoKey)
+		}
+		return string(b), nil
+	}
+}
+
+// KeyByMethod returns a KeyFunc keying requests by their method, for
+// KeyByAll. Methods that are not tokens fail, matching ErrNoKey.
+func KeyByMethod() KeyFunc {
+	return func(r *http.Request) (string, error) {
+		m := r.Method
+		if m == "" {
+			m = http.MethodGet
+		}
+		if !isToken(m) || len(m) > 32 {
+			return "", fmt.Errorf("%w: method %q", ErrNoKey, clip(m))
+		}
+		return "method:" + m, nil
+	}
+}
+
+// KeyByRoute returns a KeyFunc keying requests by the ServeMux pattern
+// that serves them ("GET /items/{id}"), so that every item is one route,
+// for KeyByAll. The middleware may wrap mux itself: the pattern is looked
+// up in mux, not read from the request. A request no pattern matches is
+// keyed "route:" alone, one key for all of them.
+func KeyByRoute(mux *http.ServeMux) KeyFunc {
+	if mux == nil {
+		panic("httplimit: KeyByRoute with a nil ServeMux")
+	}
+	return func(r *http.Request) (string, error) {
+		pattern := r.Pattern
+		if pattern == "" {
+			_, pattern = mux.Handler(r)
+		}
+		return "route:" + pattern, nil
+	}
 }

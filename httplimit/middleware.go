@@ -25,6 +25,10 @@ type config struct {
 	maxWait time.Duration
 	denied  func(http.ResponseWriter, *http.Request, Denial)
 	onError func(http.ResponseWriter, *http.Request, error)
+	xFields bool                        // WithXRateLimitFields
+	shadow  func(*http.Request, Denial) // WithShadow; nil: enforce
+	exempt  func(*http.Request) bool    // WithExemptions
+	now     func() time.Time            // for X-RateLimit-Reset
 }
 
 type optionFunc func(*config)
@@ -103,7 +107,7 @@ func Middleware(lim permits.KeyedLimiter[string], key KeyFunc, opts ...Option) f
 	if lim == nil || key == nil {
 		panic("httplimit: Middleware with a nil limiter or key function")
 	}
-	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: fail}
+	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: fail, now: time.Now}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
@@ -130,6 +134,10 @@ type middleware struct {
 }
 
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if m.cfg.exempt != nil && m.cfg.exempt(r) {
+		next.ServeHTTP(w, r) // not counted, no fields
+		return
+	}
 	k, err := m.key(r)
 	if err != nil {
 		m.cfg.onError(w, r, err)
@@ -153,12 +161,21 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// canonicalize them again on every request.
 		h["Ratelimit-Policy"] = append(h["Ratelimit-Policy"], m.policy(q))
 		h["Ratelimit"] = append(h["Ratelimit"], m.limit(q, err != nil))
+		if m.cfg.xFields {
+			m.setXFields(h, q, err != nil)
+		}
 	}
 	if err == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
 	if wait, ok := permits.RetryAfter(err); ok {
+		if m.cfg.shadow != nil {
+			// Counted and told, never refused: what the limit would do.
+			m.cfg.shadow(r, Denial{Key: k, Policy: m.cfg.policy, Quota: q, RetryAfter: wait, Err: err})
+			next.ServeHTTP(w, r)
+			return
+		}
 		// Never 0: a refusal whose wait rounds to nothing still asks the
 		// client to come back later, not at once.
 		h["Retry-After"] = []string{strconv.FormatInt(retrySeconds(wait), 10)}
