@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -104,4 +105,24 @@ func TestXRealIPIsReadFromTrustedProxies(t *testing.T) {
 	assert.Equal(t, http.StatusOK, sendWith(t, c, srv.URL, "X-Real-IP", "192.0.2.1", "X-Real-IP", "192.0.2.2"), "the proxy's, the last")
 	assert.Equal(t, http.StatusTooManyRequests, sendWith(t, c, srv.URL, "X-Real-IP", "192.0.2.2"))
 	assert.Equal(t, http.StatusBadRequest, sendWith(t, c, srv.URL, "X-Real-IP", "not-an-address"))
+}
+
+func TestHostileForwardingHeadersAreAnsweredNotFeared(t *testing.T) {
+	l := gcraLimiter(t, algorithms.PerHour(1000), 1000)
+	k := byIP(t, httplimit.TrustProxies("127.0.0.1", "10.0.0.0/8"), httplimit.ProxyHeader("Forwarded"))
+	srv := httptest.NewServer(httplimit.Middleware(l, k)(ok))
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	for range 10_000 {
+		req.Header.Add("Forwarded", "for=10.0.0.1") // every hop trusted: all are read
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "10,000 trusted hops: the farthest")
+	for _, v := range []string{strings.Repeat(`for="`, 150_000), "for=\xff\xfe", strings.Repeat("for=_a;", 100_000)} {
+		assert.Contains(t, []int{http.StatusBadRequest, http.StatusRequestHeaderFieldsTooLarge},
+			sendWith(t, srv.Client(), srv.URL, "Forwarded", v))
+	}
 }
