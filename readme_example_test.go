@@ -70,11 +70,13 @@ func rateTokensAndConcurrency(ctx context.Context, jobs []job, call func(context
 }
 
 func limitPerClient(mux *http.ServeMux) {
-	perIP, _ := keyed.New(func(string) (algorithms.Algorithm, error) { return algorithms.NewGCRA(algorithms.PerMinute(100), 100) })
+	perIP, _ := keyed.New(func(string) (algorithms.Algorithm, error) {
+		return algorithms.NewSlidingWindow(algorithms.PerMinute(100))
+	})
 	defer perIP.Close()
 	byIP, _ := httplimit.KeyByIP() // behind a proxy: httplimit.KeyByIP(httplimit.TrustProxies("10.0.0.0/8"))
 	handler := httplimit.Middleware(perIP, byIP)(mux)
-	http.ListenAndServe(":8080", handler) // 429 + Retry-After + RateLimit-Policy/RateLimit fields beyond 100/min per IP
+	http.ListenAndServe(":8080", handler) // 429 + Retry-After + RateLimit fields beyond 100 in any minute per IP
 }
 
 var _, _, _ = pictureInThirtySeconds, rateTokensAndConcurrency, limitPerClient

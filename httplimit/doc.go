@@ -22,9 +22,11 @@
 // Transport is the client's side: an http.RoundTripper that acquires each
 // request's cost from a limiter (a permits.All of a request rate, a token
 // rate and a pool, for an LLM API) before sending it, settles the permit
-// with the usage the response reports, and on 429 or 503 pauses the whole
-// limiter for as long as the API asks (ParseWait reads Retry-After, the
-// RateLimit fields and the x-ratelimit-* forms) and retries through
-// package retry with a retry budget, optionally behind a circuit breaker.
+// with the usage the response reports, and on 429, 502, 503, 504 or 529
+// pauses the response's host (or, WithPauseLimiter, the whole limiter)
+// for as long as the API asks (ParseWait reads Retry-After, the RateLimit
+// fields and the x-ratelimit-* forms) and retries, with a jitter above the
+// wait and never below it, through package retry with a retry budget,
+// optionally behind a circuit breaker whose refusals fail fast.
 // docs/client.md is the recipe.
 package httplimit

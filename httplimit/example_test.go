@@ -44,7 +44,7 @@ func ExampleMiddleware() {
 	}
 	// Output:
 	// 200 OK "default";q=2;w=60 "default";r=1;t=30
-	// 200 OK "default";q=2;w=60 "default";r=0;t=60
+	// 200 OK "default";q=2;w=60 "default";r=0;t=30
 	// 429 Too Many Requests "default";q=2;w=60 "default";r=0;t=30
 	// Retry-After: 30
 	// {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,"detail":"retry after 30 s","violated-policies":["default"]}

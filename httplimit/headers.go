@@ -64,29 +64,39 @@ func Seconds(d time.Duration) int64 {
 	return s
 }
 
-// FormatPolicy returns p as a RateLimit-Policy member.
+// MaxInteger is the largest Integer a Structured Field can carry (RFC
+// 9651 3.3.1: at most 15 digits). The formatters write larger numbers as
+// it, so that every field they write parses back.
+const MaxInteger = 999_999_999_999_999
+
+// sfInteger clamps n to what an sf-integer of these fields can say: 0 to
+// MaxInteger.
+func sfInteger(n int64) int64 { return min(max(n, 0), MaxInteger) }
+
+// FormatPolicy returns p as a RateLimit-Policy member. A quota or a window
+// beyond MaxInteger is written as MaxInteger.
 func FormatPolicy(p Policy) string {
 	var b strings.Builder
 	writeString(&b, p.Name)
-	fmt.Fprintf(&b, ";q=%d", max(p.Quota, 0))
+	fmt.Fprintf(&b, ";q=%d", sfInteger(p.Quota))
 	if p.Unit != "" {
 		b.WriteString(";qu=")
 		writeString(&b, p.Unit)
 	}
 	if w := Seconds(p.Window); w > 0 {
-		fmt.Fprintf(&b, ";w=%d", w)
+		fmt.Fprintf(&b, ";w=%d", sfInteger(w))
 	}
 	return b.String()
 }
 
 // FormatServiceLimit returns l as a RateLimit member; a negative Reset
-// leaves t out.
+// leaves t out. A number beyond MaxInteger is written as MaxInteger.
 func FormatServiceLimit(l ServiceLimit) string {
 	var b strings.Builder
 	writeString(&b, l.Name)
-	fmt.Fprintf(&b, ";r=%d", max(l.Remaining, 0))
+	fmt.Fprintf(&b, ";r=%d", sfInteger(l.Remaining))
 	if l.Reset >= 0 {
-		fmt.Fprintf(&b, ";t=%d", Seconds(l.Reset))
+		fmt.Fprintf(&b, ";t=%d", sfInteger(Seconds(l.Reset)))
 	}
 	return b.String()
 }

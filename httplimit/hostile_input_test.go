@@ -317,7 +317,7 @@ func TestHostileTransportHostileHeaders(t *testing.T) {
 			name := fmt.Sprintf("hdr %d body %v %.60v", i, withBody, h)
 			l := rdLimiter(t)
 			base := &rdBase{resp: rd429(h, withBody)}
-			tr, err := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithMaxPause(30*time.Millisecond),
+			tr, err := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithPauseLimiter(), httplimit.WithoutJitter, httplimit.WithMaxPause(30*time.Millisecond),
 				httplimit.WithRetry(retry.WithMaxAttempts(3), retry.WithBackoff(time.Millisecond, 2*time.Millisecond), retry.WithMaxElapsed(time.Second)))
 			if err != nil {
 				t.Fatal(err)
@@ -361,7 +361,7 @@ func TestHostileTransportHugeRetryAfterIsHonoured(t *testing.T) {
 	for _, v := range []string{"18446744073709551615", "18446744073709551616", "99999999999999999999999"} {
 		l := rdLimiter(t)
 		base := &rdBase{resp: rd429(http.Header{"Retry-After": {v}}, true)}
-		tr, _ := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithMaxPause(50*time.Millisecond),
+		tr, _ := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithPauseLimiter(), httplimit.WithoutJitter, httplimit.WithMaxPause(50*time.Millisecond),
 			httplimit.WithRetry(retry.WithMaxAttempts(3), retry.WithBackoff(time.Millisecond, time.Millisecond)))
 		testutil.Within(t, 5*time.Second, v, func() {
 			req, _ := http.NewRequest("GET", "http://api.example/x", nil)
@@ -384,7 +384,7 @@ func TestHostileTransportHugeRetryAfterIsHonoured(t *testing.T) {
 func TestHostileTransportNilBody429(t *testing.T) {
 	l := rdLimiter(t)
 	base := &rdBase{resp: rd429(http.Header{"Retry-After": {"0"}}, false)}
-	tr, _ := httplimit.NewTransport(l, httplimit.WithBase(base),
+	tr, _ := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithPauseLimiter(), httplimit.WithoutJitter,
 		httplimit.WithRetry(retry.WithMaxAttempts(2), retry.WithBackoff(0, 0)))
 	testutil.Within(t, 5*time.Second, "nil body 429", func() {
 		req, _ := http.NewRequest("GET", "http://api.example/x", nil)
@@ -405,7 +405,7 @@ func TestHostileTransportHostileCosts(t *testing.T) {
 		cost int64
 		want error
 	}{{0, permits.ErrInvalidCost}, {-1, permits.ErrInvalidCost}, {math.MinInt64, permits.ErrInvalidCost}, {101, permits.ErrCostExceedsCapacity}, {math.MaxInt64, permits.ErrCostExceedsCapacity}} {
-		tr, err := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithRequestCost(nil), nil)
+		tr, err := httplimit.NewTransport(l, httplimit.WithBase(base), httplimit.WithPauseLimiter(), httplimit.WithoutJitter, httplimit.WithRequestCost(nil), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,7 +441,7 @@ func TestHostileTransportHostileCosts(t *testing.T) {
 	// a closed limiter
 	l2 := rdLimiter(t)
 	l2.Close()
-	tr, _ := httplimit.NewTransport(l2, httplimit.WithBase(base))
+	tr, _ := httplimit.NewTransport(l2, httplimit.WithBase(base), httplimit.WithPauseLimiter(), httplimit.WithoutJitter)
 	req, _ := http.NewRequest("GET", "http://api.example/x", nil)
 	if _, err := tr.RoundTrip(req); !errors.Is(err, permits.ErrClosed) {
 		t.Errorf("RoundTrip on closed limiter = %v", err)

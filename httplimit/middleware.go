@@ -18,12 +18,17 @@ type Option interface{ apply(*config) }
 
 type config struct {
 	policy  string
+	unit    string
 	window  time.Duration
 	cost    func(*http.Request) int64
 	wait    bool
 	maxWait time.Duration
 	denied  func(http.ResponseWriter, *http.Request, Denial)
 	onError func(http.ResponseWriter, *http.Request, error)
+	xFields bool                        // WithXRateLimitFields
+	shadow  func(*http.Request, Denial) // WithShadow; nil: enforce
+	exempt  func(*http.Request) bool    // WithExemptions
+	now     func() time.Time            // for X-RateLimit-Reset
 }
 
 type optionFunc func(*config)
@@ -33,6 +38,13 @@ func (f optionFunc) apply(c *config) { f(c) }
 // WithPolicy names the policy in the RateLimit fields ("default" if not
 // given).
 func WithPolicy(name string) Option { return optionFunc(func(c *config) { c.policy = name }) }
+
+// WithQuotaUnit sets the qu the RateLimit-Policy field advertises: what
+// the quota counts when a request's cost (WithCost) is not one request,
+// "content-bytes" for a cost that is the body's size, say. The draft's
+// units are "requests" (the default, left out), "content-bytes" and
+// "concurrent-requests".
+func WithQuotaUnit(unit string) Option { return optionFunc(func(c *config) { c.unit = unit }) }
 
 // WithWindow sets the w the RateLimit-Policy field advertises, for
 // limiters that do not say it (the windows, a limiter from another
@@ -95,13 +107,16 @@ func Middleware(lim permits.KeyedLimiter[string], key KeyFunc, opts ...Option) f
 	if lim == nil || key == nil {
 		panic("httplimit: Middleware with a nil limiter or key function")
 	}
-	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: fail}
+	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: fail, now: time.Now}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
 		}
 	}
 	m := &middleware{cfg: cfg, lim: lim, key: key, policyName: quoted(cfg.policy)}
+	if cfg.unit != "" && cfg.unit != "requests" {
+		m.unitParam = ";qu=" + quoted(cfg.unit)
+	}
 	m.ql, _ = lim.(permits.KeyedQuotaLimiter[string])
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.serve(w, r, next) })
@@ -114,10 +129,15 @@ type middleware struct {
 	ql         permits.KeyedQuotaLimiter[string]
 	key        KeyFunc
 	policyName string // the policy as an sf-string, formatted once
+	unitParam  string // ;qu="..." when the unit is not requests
 	last       atomic.Pointer[policyCache]
 }
 
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if m.cfg.exempt != nil && m.cfg.exempt(r) {
+		next.ServeHTTP(w, r) // not counted, no fields
+		return
+	}
 	k, err := m.key(r)
 	if err != nil {
 		m.cfg.onError(w, r, err)
@@ -134,17 +154,31 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	// error (a cost the key can never admit, a closed limiter) spent
 	// nothing, and its quota says nothing true.
 	if q.Limit > 0 && q.Remaining >= 0 && (err == nil || errors.Is(err, permits.ErrRateLimited)) {
-		// Canonical names, set directly: Header.Set would canonicalize them
-		// again on every request.
-		h["Ratelimit-Policy"] = []string{m.policy(q)}
-		h["Ratelimit"] = []string{m.limit(q, err != nil)}
+		// Appended, not set: a limit stacked inside another (per client
+		// inside a global one) adds its member to the Lists the outer one
+		// began, as the draft means a List to be used, one member per
+		// policy. Canonical names, used directly: Header.Add would
+		// canonicalize them again on every request.
+		h["Ratelimit-Policy"] = append(h["Ratelimit-Policy"], m.policy(q))
+		h["Ratelimit"] = append(h["Ratelimit"], m.limit(q, err != nil))
+		if m.cfg.xFields {
+			m.setXFields(h, q, err != nil)
+		}
 	}
 	if err == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
 	if wait, ok := permits.RetryAfter(err); ok {
-		h["Retry-After"] = []string{strconv.FormatInt(Seconds(wait), 10)}
+		if m.cfg.shadow != nil {
+			// Counted and told, never refused: what the limit would do.
+			m.cfg.shadow(r, Denial{Key: k, Policy: m.cfg.policy, Quota: q, RetryAfter: wait, Err: err})
+			next.ServeHTTP(w, r)
+			return
+		}
+		// Never 0: a refusal whose wait rounds to nothing still asks the
+		// client to come back later, not at once.
+		h["Retry-After"] = []string{strconv.FormatInt(retrySeconds(wait), 10)}
 		m.cfg.denied(w, r, Denial{Key: k, Policy: m.cfg.policy, Quota: q, RetryAfter: wait, Err: err})
 		return
 	}
@@ -207,10 +241,11 @@ func (m *middleware) policy(q permits.Quota) string {
 	var buf [80]byte
 	b := append(buf[:0], m.policyName...)
 	b = append(b, ";q="...)
-	b = strconv.AppendInt(b, q.Limit, 10)
+	b = strconv.AppendInt(b, sfInteger(q.Limit), 10)
+	b = append(b, m.unitParam...)
 	if s := Seconds(w); s > 0 {
 		b = append(b, ";w="...)
-		b = strconv.AppendInt(b, s, 10)
+		b = strconv.AppendInt(b, sfInteger(s), 10)
 	}
 	c := &policyCache{limit: q.Limit, window: w, value: string(b)}
 	m.last.Store(c)
@@ -223,22 +258,54 @@ type policyCache struct {
 	value  string
 }
 
-// limit formats RateLimit for q: after a grant, t is the time until the
-// key is full again; after a refusal, the time until the refused cost
+// limit formats RateLimit for q. t is the draft's effective window: after
+// a grant, the time within which the client can use no more than r
+// (effectiveWindow); after a refusal, the time until the refused cost
 // would pass, which is Retry-After, so that the two never disagree.
 func (m *middleware) limit(q permits.Quota, refused bool) string {
-	t := q.Reset
+	var t int64
 	if refused {
-		t = q.RetryAfter
+		t = retrySeconds(q.RetryAfter)
+	} else {
+		t = Seconds(effectiveWindow(q))
 	}
 	var buf [80]byte
 	b := append(buf[:0], m.policyName...)
 	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, q.Remaining, 10)
+	b = strconv.AppendInt(b, sfInteger(q.Remaining), 10)
 	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, Seconds(t), 10)
+	b = strconv.AppendInt(b, sfInteger(t), 10)
 	return string(b)
 }
+
+// effectiveWindow is the time within which the client can use no more
+// than q.Remaining: until one more unit comes back. A limit that refills
+// at a steady rate (GCRA, the buckets) gets a unit back every
+// Window/Limit and the last of what it lacks at Reset, so the first of
+// them comes Reset less the others' time from now; a full one, once
+// emptied, gets its first back after one unit's time. For a window, whose
+// admissions come back when they leave it, the same steady rate is an
+// estimate, and Reset (until full) where the estimate falls below zero
+// (admissions that leave together). Without a Window, Reset.
+func effectiveWindow(q permits.Quota) time.Duration {
+	if q.Window <= 0 || q.Limit <= 0 {
+		return q.Reset
+	}
+	per := q.Window / time.Duration(q.Limit)
+	lacking := q.Limit - q.Remaining
+	if lacking <= 0 {
+		return per
+	}
+	t := q.Reset - time.Duration(lacking-1)*per
+	if t <= 0 {
+		return q.Reset
+	}
+	return min(t, q.Reset)
+}
+
+// retrySeconds is d as Retry-After's delay-seconds: rounded up, and at
+// least 1.
+func retrySeconds(d time.Duration) int64 { return max(Seconds(d), 1) }
 
 func quoted(s string) string {
 	var b strings.Builder

@@ -71,9 +71,10 @@ func TestARealServerSpeaksTheRateLimitFields(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "ok\n", body)
 	assert.Equal(t, `"api";q=100;w=60`, resp.Header.Get("RateLimit-Policy"))
-	// 50 of 100 used at 100/min: full again in 30s. The clock moves a
-	// little between requests; t is rounded up.
-	assert.Equal(t, `"api";r=50;t=30`, resp.Header.Get("RateLimit"))
+	// 50 of 100 used at 100/min: full again in 30s, the next unit back in
+	// 0.6 s, which is the effective window. The clock moves a little
+	// between requests; t is rounded up.
+	assert.Equal(t, `"api";r=50;t=1`, resp.Header.Get("RateLimit"))
 	assert.Empty(t, resp.Header.Get("Retry-After"))
 
 	resp, _ = get(t, c, srv.URL+"/bulk", nil)
@@ -81,7 +82,7 @@ func TestARealServerSpeaksTheRateLimitFields(t *testing.T) {
 	lims, err := httplimit.ParseServiceLimits(resp.Header.Values("RateLimit")...)
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), lims[0].Remaining)
-	assert.Equal(t, time.Minute, lims[0].Reset)
+	assert.Equal(t, time.Second, lims[0].Reset, "the next unit in 0.6 s")
 
 	resp, body = get(t, c, srv.URL+"/", nil)
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)

@@ -142,7 +142,7 @@ func parseReset(v string, now time.Time) (time.Duration, bool) {
 	}
 	if secs, frac, ok := decimalSeconds(v); ok {
 		if secs >= unixThreshold {
-			return untilUnix(secs, now), true
+			return untilUnix(secs, frac, now), true
 		}
 		return time.Duration(secs)*time.Second + frac, true
 	}
@@ -187,13 +187,14 @@ func decimalSeconds(v string) (secs int64, frac time.Duration, ok bool) {
 	return secs, frac, true
 }
 
-// untilUnix returns the time from now until Unix time secs, 0 if it has
-// passed, saturating for instants beyond what a Duration holds.
-func untilUnix(secs int64, now time.Time) time.Duration {
+// untilUnix returns the time from now until Unix time secs and frac, 0 if
+// it has passed, saturating for instants beyond what a Duration holds. The
+// fraction counts: a reset at 10.5 s is not one at 10 s.
+func untilUnix(secs int64, frac time.Duration, now time.Time) time.Duration {
 	if secs >= int64(maxSeconds) {
 		return seconds(maxSeconds)
 	}
-	return max(time.Unix(secs, 0).Sub(now), 0)
+	return max(time.Unix(secs, int64(frac)).Sub(now), 0)
 }
 
 func hasPrefixFold(s, prefix string) bool {

@@ -15,7 +15,18 @@ import (
 	"github.com/sluicehq/sluice/retry"
 )
 
-// ErrInvalidConfig is matched by the errors of NewTransport.
+// ErrNotRetried is the Reason of the *retry.Error a Transport returns
+// when, after retries, an attempt failed with an error that is not
+// retried (a limiter's refusal, a network error on a POST): the error's
+// type is *retry.Error whenever retries were made, as documented.
+var ErrNotRetried = errors.New("httplimit: an attempt failed with an error that is not retried")
+
+// ErrAttemptTimeout is matched by the error of an attempt that ran past
+// WithAttemptTimeout.
+var ErrAttemptTimeout = errors.New("httplimit: the attempt timed out")
+
+// ErrInvalidConfig is matched by the errors of NewTransport and KeyByIP:
+// an option outside its documented range.
 var ErrInvalidConfig = errors.New("httplimit: invalid configuration")
 
 // Pauser is a limiter that an upstream can make back off as a whole:
@@ -39,13 +50,15 @@ type Pauser interface {
 //     the base RoundTripper (WithBase);
 //  4. settles the permit with the real cost read from the response
 //     (WithSettle);
-//  5. on 429 Too Many Requests or 503 Service Unavailable, reads how long
-//     the API asks it to wait (ParseWait: Retry-After, the RateLimit
-//     fields, x-ratelimit-*), pauses every part of the limiter that can
-//     pause (Pauser, found with permits.Each) until then, so that no
-//     request of any caller goes out before, and retries the request after
-//     that wait through package retry, spending a retry budget
-//     (WithRetry, WithBudget);
+//  5. on a status it retries (DefaultRetryStatuses: 429, 502, 503, 504,
+//     529; WithRetryStatuses), reads how long the API asks it to wait
+//     (ParseWait: Retry-After, the RateLimit fields, x-ratelimit-*),
+//     pauses the response's host until then, so that no request to that
+//     host goes out before (other hosts are not paused; WithPauseLimiter
+//     pauses every part of the limiter that can pause instead, for a
+//     limiter that is one API's quota), and retries the request after
+//     that wait and a jitter above it (never below) through package
+//     retry, spending a retry budget (WithRetry, WithBudget);
 //  6. returns the response, whose body holds the limiter's concurrency
 //     permits (a pool) until it is read to the end or closed.
 //
@@ -66,8 +79,9 @@ type Pauser interface {
 // budget, time or a wait beyond WithMaxPause); it closes the request's
 // body, as a RoundTripper must, also when nothing was sent. A pause is
 // never longer than WithMaxPause, whatever a response says. Errors are the
-// limiter's, the breaker's or the base's as they are, or a *retry.Error
-// that wraps the last one when retries were made.
+// limiter's, the breaker's or the base's as they are when no retry was
+// made, and a *retry.Error that wraps the last one whenever retries were
+// made (its Reason ErrNotRetried when the last error may not be retried).
 //
 // A Transport is safe for concurrent use, and is meant to be shared by
 // every goroutine that calls the API. Its state beyond the limiter is a
@@ -82,7 +96,15 @@ type Transport struct {
 	policy    *retry.Policy
 	maxPause  time.Duration
 	anyMethod bool
-	n         counters
+	// pauseLimiter pauses the limiter's Pausers on a wait, for every host
+	// (WithPauseLimiter); otherwise hosts pauses the host that asked.
+	pauseLimiter bool
+	hosts        hostPauses
+	statuses     map[int]bool // the statuses retried (WithRetryStatuses)
+	attemptLimit time.Duration
+	onRetryHook  func(attempt int, wait time.Duration, resp *http.Response, err error)
+	jitter       func(time.Duration) time.Duration // jitterAbove, or none in tests
+	n            counters
 }
 
 // NewTransport returns a Transport that limits its requests by lim: one
@@ -95,7 +117,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 	if lim == nil {
 		return nil, fmt.Errorf("%w: a nil limiter (use permits.Unlimited for none)", ErrInvalidConfig)
 	}
-	cfg := transportConfig{cost: defaultCost, maxPause: DefaultMaxPause}
+	cfg := transportConfig{cost: defaultCost, maxPause: DefaultMaxPause, statuses: DefaultRetryStatuses}
 	for _, o := range opts {
 		if o != nil {
 			o.applyTransport(&cfg)
@@ -114,11 +136,29 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		}
 		cfg.budget = b
 	}
+	if cfg.attemptTimeout < 0 {
+		return nil, fmt.Errorf("%w: the attempt timeout must not be negative, got %v", ErrInvalidConfig, cfg.attemptTimeout)
+	}
+	statuses := map[int]bool{}
+	for _, code := range cfg.statuses {
+		if code < 400 || code > 599 {
+			return nil, fmt.Errorf("%w: retry status %d is not a 4xx or 5xx", ErrInvalidConfig, code)
+		}
+		statuses[code] = true
+	}
 	t := &Transport{
 		base: cfg.base, lim: permits.All(lim), cost: cfg.cost, settle: cfg.settle,
 		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
+		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
+		onRetryHook: cfg.onRetry, jitter: jitterAbove,
+	}
+	if cfg.noJitter {
+		t.jitter = func(time.Duration) time.Duration { return 0 }
 	}
 	permits.Each(lim, func(part permits.Limiter) {
+		if !t.pauseLimiter {
+			return
+		}
 		if p, ok := part.(Pauser); ok {
 			t.pausers = append(t.pausers, p)
 		}
@@ -164,7 +204,7 @@ type TransportStats struct {
 	Attempts    int64 // requests sent through the base RoundTripper
 	Retries     int64 // retries decided (each followed by an attempt, unless the context ended)
 	Throttled   int64 // 429 responses received
-	Unavailable int64 // 503 responses received
+	Unavailable int64 // 5xx responses of a retried status received (502, 503, 504, 529)
 	Pauses      int64 // responses that paused the limiter
 	Capped      int64 // of which asked for longer than the pause cap
 	Settled     int64 // permits settled with the cost read from their response
@@ -195,6 +235,7 @@ type StatusError struct {
 	// pause cap; HasWait reports whether they asked.
 	Wait    time.Duration
 	HasWait bool
+	jitter  time.Duration // added above Wait for the retry (jitterAbove)
 }
 
 func (e *StatusError) Error() string {
@@ -205,9 +246,11 @@ func (e *StatusError) Error() string {
 	return s
 }
 
-// RetryAfter returns Wait and HasWait, so that package retry waits at
-// least that long (retry.RetryAfterer).
-func (e *StatusError) RetryAfter() (time.Duration, bool) { return e.Wait, e.HasWait }
+// RetryAfter returns Wait, with a jitter of up to a quarter of it (at
+// least 100 ms, at most 5 s) above it, and HasWait, so that package retry
+// waits at least that long (retry.RetryAfterer), and the callers one
+// Retry-After stopped do not come back at one instant.
+func (e *StatusError) RetryAfter() (time.Duration, bool) { return e.Wait + e.jitter, e.HasWait }
 
 // BreakerClassifier is a classifier for the circuit breaker of a Transport
 // (breaker.WithClassifier): a 429 says the API's quota is used up, not that
@@ -221,8 +264,13 @@ func BreakerClassifier(err error) breaker.Outcome {
 	return breaker.Failure
 }
 
-// pause pauses every part that can pause until the instant until.
-func (t *Transport) pause(until time.Time) {
+// pause pauses r's host, or with WithPauseLimiter every part of the
+// limiter that can pause, until the instant until.
+func (t *Transport) pause(r *http.Request, until time.Time) {
+	if !t.pauseLimiter {
+		t.hosts.pause(hostOf(r), until)
+		return
+	}
 	for _, p := range t.pausers {
 		_ = p.Pause(until) // a closed part fails its Acquire anyway
 	}
@@ -232,7 +280,16 @@ func (t *Transport) pause(until time.Time) {
 // that asked for it is discarded before the wait.
 func (t *Transport) onRetry(e retry.Event) {
 	t.n.retries.Add(1)
-	if a, ok := e.Err.(*attemptError); ok {
+	a, ok := e.Err.(*attemptError)
+	if t.onRetryHook != nil {
+		var resp *http.Response
+		err := e.Err
+		if ok {
+			resp, err = a.resp, a.err
+		}
+		t.onRetryHook(e.Attempt, e.Wait, resp, err)
+	}
+	if ok {
 		a.discard()
 	}
 }

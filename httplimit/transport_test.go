@@ -169,7 +169,7 @@ func always(make func() *http.Response) func(int, *http.Request) (*http.Response
 
 func newTransport(t *testing.T, lim permits.Limiter, api http.RoundTripper, opts ...httplimit.TransportOption) *httplimit.Transport {
 	t.Helper()
-	tr, err := httplimit.NewTransport(lim, append([]httplimit.TransportOption{httplimit.WithBase(api)}, opts...)...)
+	tr, err := httplimit.NewTransport(lim, append([]httplimit.TransportOption{httplimit.WithBase(api), httplimit.WithPauseLimiter(), httplimit.WithoutJitter}, opts...)...)
 	require.NoError(t, err)
 	return tr
 }
@@ -685,7 +685,6 @@ func TestTheBudgetBoundsRetries(t *testing.T) {
 // and returned otherwise.
 func TestTheBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		t0 := time.Now()
 		lim := fast(t)
 		br, err := breaker.New(breaker.WithConsecutiveFailures(2), breaker.WithOpenTimeout(30*time.Second),
 			breaker.WithClassifier(httplimit.BreakerClassifier))
@@ -700,30 +699,43 @@ func TestTheBreaker(t *testing.T) {
 		assert.Equal(t, 429, resp.StatusCode, "three 429s: attempts exhausted")
 		readAll(t, resp)
 		assert.Equal(t, breaker.Closed, br.State(), "429s are a quota, not the API's health")
-		for range 2 {
-			resp, err := do(t, tr, http.MethodGet, "http://api.test/", nil)
-			require.NoError(t, err)
-			readAll(t, resp)
-		}
-		assert.Equal(t, breaker.Open, br.State(), "a 500 and a 502 in a row")
-
-		sentBefore := api.count()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+		resp, err = do(t, tr, http.MethodGet, "http://api.test/", nil)
+		require.NoError(t, err)
+		assert.Equal(t, 500, resp.StatusCode, "a 500 is not retried")
+		readAll(t, resp)
 		start := time.Now()
-		resp, err = tr.RoundTrip(r)
-		assert.Nil(t, resp)
-		assert.ErrorIs(t, err, breaker.ErrOpen, "open for 30s, more than the deadline leaves")
-		assert.ErrorIs(t, err, retry.ErrOutOfTime)
+		_, err = do(t, tr, http.MethodGet, "http://api.test/", nil)
+		assert.Equal(t, breaker.Open, br.State(), "a 500 and a 502 in a row")
+		assert.ErrorIs(t, err, breaker.ErrOpen, "the 502's retry meets the open breaker")
+		assert.ErrorIs(t, err, httplimit.ErrNotRetried)
+		var re *retry.Error
+		require.ErrorAs(t, err, &re, "retries were made")
+		assert.Equal(t, 2, re.Attempts)
+
+		// Open: every call fails at once with the breaker's RetryAfter,
+		// deadline or none, and sends nothing.
+		sentBefore := api.count()
+		for _, d := range []time.Duration{10 * time.Second, time.Hour} {
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			r, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+			resp, err = tr.RoundTrip(r)
+			cancel()
+			assert.Nil(t, resp)
+			var oe *breaker.OpenError
+			require.ErrorAs(t, err, &oe)
+			assert.Equal(t, 30*time.Second, oe.RetryAfter)
+			wait, ok := retry.Hint(err)
+			assert.True(t, ok)
+			assert.Equal(t, 30*time.Second, wait)
+		}
 		assert.Zero(t, time.Since(start), "at once")
 		assert.Equal(t, sentBefore, api.count(), "nothing sent")
 
+		time.Sleep(30 * time.Second)
 		resp, err = do(t, tr, http.MethodGet, "http://api.test/", nil)
-		require.NoError(t, err, "with time for it, retried when the breaker lets a probe through")
+		require.NoError(t, err, "after RetryAfter, the breaker lets a probe through")
 		assert.Equal(t, 200, resp.StatusCode)
 		readAll(t, resp)
-		assert.Equal(t, 30*time.Second, time.Since(t0))
 		assert.Equal(t, breaker.Closed, br.State())
 		assert.Equal(t, sentBefore+1, api.count())
 	})

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
@@ -34,6 +35,7 @@ type call struct {
 	retryResponse, retryError bool
 	sent                      bool           // req.Body was handed to the base
 	resp                      *http.Response // the response to hand back, when an attempt ends the loop
+	attempts                  int            // attempts begun, refused ones included
 }
 
 // attemptError is what an attempt that did not end the loop returns to the
@@ -57,49 +59,80 @@ func (e *attemptError) Unwrap() error { return e.err }
 // handed back (c.resp), and an *attemptError otherwise.
 func (c *call) attempt(ctx context.Context) error {
 	t := c.t
-	actx, cancel := context.WithCancel(ctx) // ends what the attempt holds, when its body is done
+	c.attempts++
+	if err := t.waitHost(ctx, c.req); err != nil {
+		return &attemptError{err: err}
+	}
+	actx, cancel := context.WithCancelCause(ctx) // ends what the attempt holds, when its body is done
+	end := func() { cancel(nil) }
 	r, err := c.request(actx)
 	if err != nil {
-		cancel()
+		end()
 		return &attemptError{err: err}
 	}
 	p, err := t.lim.Acquire(ctx, c.cost)
 	if err != nil {
-		cancel()
+		end()
 		c.unsent(r)
 		return &attemptError{err: err}
 	}
 	var done func(error)
 	if t.br != nil {
 		if done, err = t.br.Allow(); err != nil {
-			cancel()
+			end()
 			c.unsent(r)
 			giveBack(p)
-			return &attemptError{err: err, retry: true} // nothing was sent: any request may go again
+			// Nothing was sent, but waiting out an open breaker's
+			// RetryAfter (or a half-open one's timeout) inside RoundTrip
+			// would hold the caller for as long: the refusal goes back at
+			// once, with the breaker's RetryAfter.
+			return &attemptError{err: err}
 		}
 	}
 	if r.Body != nil && r.Body == c.req.Body {
 		c.sent = true
 	}
-	t.n.attempts.Add(1)
-	resp, err := t.base.RoundTrip(r)
+	resp, err := c.send(r, cancel)
 	if err != nil {
-		cancel()
+		end()
 		if done != nil {
 			done(err)
 		}
 		p.Release() // the rate stays spent: the request may have reached the API
 		return &attemptError{err: err, retry: c.retryError && ctx.Err() == nil}
 	}
+	return c.answered(resp, p, done, end)
+}
+
+// send sends r through the base, within the attempt timeout if there is
+// one: past it, cancel ends the attempt with ErrAttemptTimeout.
+func (c *call) send(r *http.Request, cancel context.CancelCauseFunc) (*http.Response, error) {
+	t := c.t
+	t.n.attempts.Add(1)
+	if t.attemptLimit <= 0 {
+		return t.base.RoundTrip(r)
+	}
+	timeout := fmt.Errorf("%w after %v: %w", ErrAttemptTimeout, t.attemptLimit, context.DeadlineExceeded)
+	stop := time.AfterFunc(t.attemptLimit, func() { cancel(timeout) })
+	resp, err := t.base.RoundTrip(r)
+	if !stop.Stop() && err != nil {
+		return nil, timeout
+	}
+	return resp, err
+}
+
+// answered reads what the response says: handed back (nil), or retried
+// after its wait (an *attemptError).
+func (c *call) answered(resp *http.Response, p permits.Permit, done func(error), end context.CancelFunc) error {
+	t := c.t
 	now := time.Now()
 	code := resp.StatusCode
-	backOff := code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable
+	retried := t.statuses[code]
 	var se *StatusError
-	if backOff || code >= 500 {
+	if retried || code >= 500 {
 		se = &StatusError{StatusCode: code}
-		if backOff {
-			se.Wait, se.HasWait = ParseWait(resp.Header, now)
-		}
+		se.Wait, se.HasWait = ParseWait(resp.Header, now)
+		se.jitter = t.jitter(se.Wait)
 	}
 	if done != nil {
 		if se != nil {
@@ -109,13 +142,14 @@ func (c *call) attempt(ctx context.Context) error {
 		}
 	}
 	t.settleFrom(resp, p)
-	if !backOff {
-		c.resp = handBack(resp, p, cancel)
+	if !retried {
+		c.resp = handBack(resp, p, end)
 		return nil
 	}
-	if code == http.StatusTooManyRequests {
+	switch {
+	case code == http.StatusTooManyRequests:
 		t.n.throttled.Add(1)
-	} else {
+	case code >= 500:
 		t.n.unavailable.Add(1)
 	}
 	tooLong := se.HasWait && se.Wait > t.maxPause
@@ -124,13 +158,19 @@ func (c *call) attempt(ctx context.Context) error {
 		if tooLong {
 			t.n.capped.Add(1)
 		}
-		t.pause(now.Add(min(se.Wait, t.maxPause)))
+		t.pause(c.req, now.Add(min(se.Wait, t.maxPause)))
 	}
-	if !c.retryResponse || tooLong {
-		c.resp = handBack(resp, p, cancel)
+	// A 502 or 504 says the request may have reached the API: retried
+	// only where a network error would be.
+	may := c.retryResponse
+	if code == http.StatusBadGateway || code == http.StatusGatewayTimeout {
+		may = c.retryError
+	}
+	if !may || tooLong {
+		c.resp = handBack(resp, p, end)
 		return nil
 	}
-	return &attemptError{err: se, retry: true, resp: resp, permit: p, cancel: cancel}
+	return &attemptError{err: se, retry: true, resp: resp, permit: p, cancel: end}
 }
 
 // request returns the clone of c.req for the next attempt, with a body
@@ -182,6 +222,9 @@ func (c *call) finish(err error) (*http.Response, error) {
 	if re, ok := err.(*retry.Error); ok {
 		re.Last = a.err // the caller sees the attempt's own error
 		return nil, re
+	}
+	if c.attempts > 1 {
+		return nil, &retry.Error{Reason: ErrNotRetried, Attempts: c.attempts, Last: a.err}
 	}
 	return nil, a.err
 }

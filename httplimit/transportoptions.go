@@ -25,6 +25,13 @@ type transportConfig struct {
 	breaker   *breaker.Breaker
 	maxPause  time.Duration
 	anyMethod bool
+	// What WithPauseLimiter, WithRetryStatuses, WithAttemptTimeout and
+	// WithOnRetry set.
+	pauseLimiter   bool
+	statuses       []int
+	attemptTimeout time.Duration
+	onRetry        func(attempt int, wait time.Duration, resp *http.Response, err error)
+	noJitter       bool // for the tests (export_test.go)
 }
 
 type transportOption func(*transportConfig)
@@ -116,6 +123,56 @@ func WithMaxPause(d time.Duration) TransportOption {
 // error. Without it, see Transport for which requests are retried.
 func WithRetryNonIdempotent() TransportOption {
 	return transportOption(func(c *transportConfig) { c.anyMethod = true })
+}
+
+// DefaultRetryStatuses are the statuses a Transport retries unless
+// WithRetryStatuses says otherwise: 429 Too Many Requests, 502 Bad
+// Gateway, 503 Service Unavailable, 504 Gateway Timeout and 529, which
+// overloaded LLM APIs send.
+var DefaultRetryStatuses = []int{http.StatusTooManyRequests, http.StatusBadGateway,
+	http.StatusServiceUnavailable, http.StatusGatewayTimeout, 529}
+
+// WithRetryStatuses sets the statuses whose responses are retried (each a
+// 4xx or a 5xx; none turns retrying responses off). A 502 or 504 says the
+// request may have reached the API, so only requests that are retried
+// after a network error are retried after them (see Transport). nil
+// keeps DefaultRetryStatuses.
+func WithRetryStatuses(codes ...int) TransportOption {
+	return transportOption(func(c *transportConfig) {
+		if codes != nil {
+			c.statuses = append([]int{}, codes...)
+		}
+	})
+}
+
+// WithPauseLimiter makes a response that asks for a wait pause the whole
+// limiter (every part that is a Pauser) instead of its host alone: for a
+// limiter that is one API's quota, where every request waits out the
+// pause in the limiter's FIFO order, and a redislimit.Window shares it
+// with other processes. Without it, the host that asked is paused and
+// other hosts are not.
+func WithPauseLimiter() TransportOption {
+	return transportOption(func(c *transportConfig) { c.pauseLimiter = true })
+}
+
+// WithAttemptTimeout bounds each attempt, from its send to its response's
+// header (d > 0; 0, the default, leaves only the request's context). An
+// attempt that times out fails with an error matching ErrAttemptTimeout
+// and context.DeadlineExceeded, and is retried as a network error is. The
+// body of a response handed back is not bounded by it.
+func WithAttemptTimeout(d time.Duration) TransportOption {
+	return transportOption(func(c *transportConfig) { c.attemptTimeout = d })
+}
+
+// WithOnRetry sets a hook called, in RoundTrip's goroutine, when a retry
+// is decided and before its wait: attempt is the attempt that failed (from
+// 1), wait the time before the next, and resp the response that asked for
+// the retry (nil after a network error, a timeout or a breaker's
+// refusal), whose status and header it may read; its body is drained and
+// closed after the hook returns. err is the attempt's error: a
+// *StatusError for a response. For logs and metrics. nil means none.
+func WithOnRetry(f func(attempt int, wait time.Duration, resp *http.Response, err error)) TransportOption {
+	return transportOption(func(c *transportConfig) { c.onRetry = f })
 }
 
 type costKey struct{}

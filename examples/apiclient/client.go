@@ -107,6 +107,8 @@ func run(ctx context.Context, cfg config, api *demoapi.API, base http.RoundTripp
 	opts := []httplimit.TransportOption{
 		httplimit.WithBase(&demoapi.Recorder{Base: base, Jobs: demoapi.ByID(res.jobs)}),
 		httplimit.WithRetry(retry.WithMaxAttempts(maxAttempts)),
+		// One API, one quota: a 429 pauses the whole limiter, in its FIFO order.
+		httplimit.WithPauseLimiter(),
 	}
 	if cfg.settle {
 		opts = append(opts, httplimit.WithSettle(demoapi.Usage))

@@ -80,6 +80,9 @@ func apiWork(ctx context.Context, in io.Reader, out io.Writer) error {
 		httplimit.WithBase(&demoapi.Recorder{Base: base, Jobs: demoapi.ByID(spec.Jobs)}),
 		httplimit.WithRetry(retry.WithMaxAttempts(maxAttempts)),
 		httplimit.WithSettle(demoapi.Usage),
+		// One API, one quota: a 429 pauses the limiter, the Window in Redis
+		// for every process.
+		httplimit.WithPauseLimiter(),
 	)
 	if err != nil {
 		return err

@@ -1,0 +1,304 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// IPOption configures KeyByIP.
+type IPOption interface{ applyIP(*ipConfig) }
+
+type ipConfig struct {
+	trusted    []netip.Prefix
+	trustUnix  bool
+	header     proxyHeader
+	headerName string // as given, for the error
+	v6bits     int
+	err        error
+}
+
+// proxyHeader is the header the trusted proxies write the client in.
+type proxyHeader uint8
+
+const (
+	headerXFF       proxyHeader = iota // X-Forwarded-For, the default
+	headerForwarded                    // RFC 7239 Forwarded
+	headerRealIP                       // X-Real-IP
+)
+
+type ipOptionFunc func(*ipConfig)
+
+func (f ipOptionFunc) applyIP(c *ipConfig) { f(c) }
+
+// TrustProxies names the proxies in front of the server, as CIDRs
+// ("10.0.0.0/8", "2001:db8::/32") or single addresses. When the request
+// comes from one of them, the client is read from the header they write
+// (ProxyHeader; X-Forwarded-For by default): the right-most address that
+// is not one of them, since every entry to its right was appended by a
+// trusted proxy and everything to its left was written by the client and
+// proves nothing. Without TrustProxies (or TrustUnixSocket) no header is
+// ever read. An IPv4-mapped CIDR ("::ffff:10.0.0.0/104") is its IPv4 form
+// (10.0.0.0/8), since addresses are compared unmapped; one shorter than
+// /96, which would mix mapped and other IPv6 addresses, is an error.
+func TrustProxies(cidrs ...string) IPOption {
+	return ipOptionFunc(func(c *ipConfig) {
+		for _, s := range cidrs {
+			p, err := parseTrusted(strings.TrimSpace(s))
+			if err != nil {
+				c.err = errors.Join(c.err, err)
+				continue
+			}
+			c.trusted = append(c.trusted, p)
+		}
+	})
+}
+
+// TrustUnixSocket trusts the peer of a request that came over a Unix
+// socket (a proxy on the same machine, nginx or Envoy in a sidecar): the
+// client is read from ProxyHeader's header as behind TrustProxies. Without
+// it, every peer on a Unix socket is one client, keyed "unix:", since a
+// socket's peer has no address of its own.
+func TrustUnixSocket() IPOption { return ipOptionFunc(func(c *ipConfig) { c.trustUnix = true }) }
+
+// ProxyHeader names the header the trusted proxies write the client in:
+// "X-Forwarded-For" (the default), "Forwarded" (RFC 7239: for= of each
+// element) or "X-Real-IP" (one address, set by the nearest proxy). Name
+// the one your proxies write and only that one: a header they do not
+// write comes from the client untouched, and reading it would let the
+// client choose its key. Any other name is an error.
+func ProxyHeader(name string) IPOption {
+	return ipOptionFunc(func(c *ipConfig) {
+		c.headerName = name
+		switch http.CanonicalHeaderKey(strings.TrimSpace(name)) {
+		case "X-Forwarded-For":
+			c.header = headerXFF
+		case "Forwarded":
+			c.header = headerForwarded
+		case "X-Real-Ip":
+			c.header = headerRealIP
+		default:
+			c.err = errors.Join(c.err, fmt.Errorf("%w: proxy header %q is none of X-Forwarded-For, Forwarded, X-Real-IP", ErrInvalidConfig, name))
+		}
+	})
+}
+
+// IPv6Prefix sets how many leading bits of an IPv6 address make one key:
+// 64 by default, since one client usually has a whole /64 and could
+// otherwise rotate through its addresses; 128 keys each address alone.
+// bits must be between 1 and 128.
+func IPv6Prefix(bits int) IPOption {
+	return ipOptionFunc(func(c *ipConfig) {
+		if bits < 1 || bits > 128 {
+			c.err = errors.Join(c.err, fmt.Errorf("%w: IPv6 prefix must be 1 to 128 bits, got %d", ErrInvalidConfig, bits))
+			return
+		}
+		c.v6bits = bits
+	})
+}
+
+// KeyByIP returns a KeyFunc keying requests by the client's IP address:
+// the peer's address (Request.RemoteAddr), or behind TrustProxies the
+// client its header names (see TrustProxies and ProxyHeader). IPv4
+// addresses, and IPv4-mapped IPv6 ones, are keyed alone; IPv6 addresses by
+// their /64 (see IPv6Prefix). A peer on a Unix socket is keyed "unix:"
+// (see TrustUnixSocket). It fails, matching ErrInvalidConfig, for an
+// option it cannot use; nil options are ignored. The KeyFunc fails,
+// matching ErrNoKey, when an address it must read does not parse.
+func KeyByIP(opts ...IPOption) (KeyFunc, error) {
+	cfg := ipConfig{v6bits: 64}
+	for _, o := range opts {
+		if o != nil {
+			o.applyIP(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	return cfg.key, nil
+}
+
+// prefixUnix keys the peers of a Unix socket that is not trusted.
+const prefixUnix = "unix:"
+
+// key is the KeyFunc of KeyByIP.
+func (c *ipConfig) key(r *http.Request) (string, error) {
+	var peer netip.Addr
+	if onUnixSocket(r.Context()) {
+		if !c.trustUnix {
+			return prefixUnix, nil
+		}
+	} else {
+		var err error
+		if peer, err = parseHostPort(r.RemoteAddr); err != nil {
+			return "", fmt.Errorf("%w: remote address %q: %v", ErrNoKey, r.RemoteAddr, err)
+		}
+		if !isTrusted(peer, c.trusted) {
+			return ipKey(peer, c.v6bits), nil
+		}
+	}
+	h, err := c.forwarded(r.Header)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case h.node != "":
+		return prefixNode + h.node, nil
+	case h.addr.IsValid():
+		return ipKey(h.addr, c.v6bits), nil
+	case peer.IsValid():
+		return ipKey(peer, c.v6bits), nil // the proxy named no one: the proxy itself
+	}
+	return prefixUnix, nil // a trusted socket whose proxy named no one
+}
+
+// prefixNode keys a client a trusted proxy named by an obfuscated
+// identifier (RFC 7239 6.3, "_hidden"), which stands for the client as
+// its address would.
+const prefixNode = "node:"
+
+// hop is a client as a trusted proxy names it: an address, or an
+// obfuscated identifier. Neither is set when no proxy named one.
+type hop struct {
+	addr netip.Addr
+	node string
+}
+
+// forwarded reads the client from the configured header of a request that
+// a trusted proxy sent.
+func (c *ipConfig) forwarded(h http.Header) (hop, error) {
+	switch c.header {
+	case headerForwarded:
+		return rightmostForwarded(h["Forwarded"], c.trusted)
+	case headerRealIP:
+		v := strings.TrimSpace(lastValue(h, "X-Real-Ip"))
+		if v == "" {
+			return hop{}, nil
+		}
+		a, err := parseHostPort(v)
+		if err != nil {
+			return hop{}, fmt.Errorf("%w: X-Real-IP %q: %v", ErrNoKey, clip(v), err)
+		}
+		return hop{addr: a}, nil
+	}
+	return rightmostForwardedFor(h["X-Forwarded-For"], c.trusted)
+}
+
+// rightmostForwardedFor is the right-most untrusted address of the
+// X-Forwarded-For lines, or the farthest trusted one. Entries left of the
+// client are never parsed: the client wrote them.
+func rightmostForwardedFor(lines []string, trusted []netip.Prefix) (hop, error) {
+	var client hop
+	for i := len(lines) - 1; i >= 0; i-- {
+		rest := lines[i]
+		for rest != "" {
+			var s string
+			if j := strings.LastIndexByte(rest, ','); j >= 0 {
+				rest, s = rest[:j], rest[j+1:]
+			} else {
+				rest, s = "", rest
+			}
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			a, err := parseHostPort(s)
+			if err != nil {
+				// Appended by a proxy we trust, so not the client's doing;
+				// but nothing sound can be keyed on it.
+				return hop{}, fmt.Errorf("%w: X-Forwarded-For entry %q: %v", ErrNoKey, clip(s), err)
+			}
+			client = hop{addr: a}
+			if !isTrusted(a, trusted) {
+				return client, nil
+			}
+		}
+	}
+	return client, nil
+}
+
+// onUnixSocket reports whether the request came in over a Unix socket,
+// as the server that accepted it tells (its local address).
+func onUnixSocket(ctx context.Context) bool {
+	a, ok := ctx.Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || a == nil {
+		return false
+	}
+	switch a.Network() {
+	case "unix", "unixpacket", "unixgram":
+		return true
+	}
+	return false
+}
+
+// parseTrusted reads a trusted proxy: a CIDR or an address, IPv4-mapped
+// forms made IPv4.
+func parseTrusted(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil {
+			return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q is neither a CIDR nor an address", ErrInvalidConfig, s)
+		}
+		a = a.WithZone("").Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	if p.Addr().Is4In6() {
+		// Addresses are compared unmapped, so a mapped CIDR as written
+		// would match nothing.
+		if p.Bits() < 96 {
+			return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q mixes IPv4-mapped and other IPv6 addresses: name the IPv4 part as IPv4", ErrInvalidConfig, s)
+		}
+		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+	}
+	return p.Masked(), nil
+}
+
+// parseHostPort reads "host:port", "[v6]:port" or a bare address.
+func parseHostPort(s string) (netip.Addr, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), nil
+	}
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		s = host
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, errors.New("not an IP address")
+	}
+	return a.Unmap().WithZone(""), nil
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// ipKey returns the key of a: "ip:" and a itself for IPv4, its prefix of
+// bits for IPv6, in one allocation.
+func ipKey(a netip.Addr, bits int) string {
+	var buf [64]byte
+	b := append(buf[:0], prefixIP...)
+	if a.Is4() || bits >= 128 {
+		return string(a.AppendTo(b))
+	}
+	p, _ := a.Prefix(bits)
+	return string(p.AppendTo(b))
+}
+
+// clip bounds what of a hostile value an error quotes.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
