@@ -213,7 +213,7 @@ func (l *Limiter) allow(ln *Lane) bool {
 		l.count(ok)
 		return ok
 	}
-	if _, behind := l.behind(); behind {
+	if l.waitersAhead() {
 		return false
 	}
 	c := l.rt.newCallFor(context.Background(), opTry, 1, l.rt.arrivalStamp(), false)
@@ -245,19 +245,40 @@ func (l *Limiter) fastGrant(cost int64) (d algorithms.Decision, now time.Time, d
 }
 
 // behind reports whether waiters are queued, and if so the RetryAfter the
-// owner published for a newcomer.
+// owner published for a newcomer. It reports false, so that the caller
+// asks the owner, when that RetryAfter would not be honest: the owner
+// published no tail, or requests wait in the inbox that its tail does not
+// count (a plain Acquire does not wake an owner asleep on its timer, so a
+// queue can grow there unseen; the owner takes them with the caller's
+// request, in order, and answers behind them).
 func (l *Limiter) behind() (time.Duration, bool) {
-	if l.rt.state.Load() != stWaiting {
+	if l.rt.state.Load() != stWaiting || l.rt.inbox.Load() != nil {
 		return 0, false
 	}
 	wait := time.Duration(l.rt.tail.Load() - l.rt.stamp())
 	if wait <= 0 {
-		// The owner's word is out of date: its timer is due (the head's
-		// turn, the end of a pause) and it has not run yet. Ask it.
+		// The owner's word is out of date (its timer is due: the head's
+		// turn, the end of a pause, and it has not run yet), or it has
+		// none. Ask it.
 		return 0, false
 	}
 	l.rt.rejected.add(1)
 	return wait, true
+}
+
+// waitersAhead reports whether anyone waits, for Allow, which needs no
+// RetryAfter and refuses behind them without asking the owner (unless the
+// owner's word is out of date, as in behind; a tail of 0 is unknown, with
+// waiters queued).
+func (l *Limiter) waitersAhead() bool {
+	if l.rt.state.Load() != stWaiting {
+		return false
+	}
+	if t := l.rt.tail.Load(); t != 0 && t <= l.rt.stamp() {
+		return false
+	}
+	l.rt.rejected.add(1)
+	return true
 }
 
 // arrival is the caller's arrival stamp: the fast path's clock reading if it

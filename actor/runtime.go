@@ -569,6 +569,14 @@ func (r *runtime) arm(wake, now int64) {
 // publish tells the lock-free paths what they may do until the owner next
 // wakes: decide on their own (idle), or refuse at once behind the queue or
 // a pause, with a RetryAfter of at least the time until the tail's grant.
+// When the owner could predict the tail but has not (no waiter needed a
+// prediction, or a cancellation made the last one stale) and more than
+// the head waits, it publishes no tail at all: the head's due instant
+// would tell a newcomer the head's wait, not its own, and a client that
+// slept that long would be refused again, once per waiter. A refusal then
+// asks the owner, which predicts once and publishes the tail for the
+// refusals after it. (Behind the head alone, its instant is within one
+// interval of a newcomer's.)
 func (r *runtime) publish(wake, now int64) {
 	if r.queueLen() == 0 && r.paused <= now {
 		r.state.Store(stIdle)
@@ -578,6 +586,8 @@ func (r *runtime) publish(wake, now int64) {
 	t, ok := r.pol.tail()
 	if r.lanes != nil {
 		t, ok = r.lanes.tail()
+	} else if p, rate := r.pol.(*ratePolicy); !ok && rate && p.cloner != nil && r.q.Len() > 1 {
+		tail = 0 // unknown: ask the owner (Limiter.behind)
 	}
 	if ok {
 		tail = max(tail, t)

@@ -203,7 +203,13 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 	}
 	if !wait {
 		if w := e.waiters(); w != nil {
-			return attempt[K]{e: e, verdict: vBehind, wait: max(time.Duration(w.tail.Load()-s.l.stamp()), 1)}, nil
+			// Refused at once with what the owner published, if that is
+			// honest: a tail it knows, still ahead, and nothing in the
+			// shard's inbox it has not counted. Else the owner answers.
+			if wait := time.Duration(w.tail.Load() - s.l.stamp()); wait > 0 && s.inbox.Load() == nil {
+				return attempt[K]{e: e, verdict: vBehind, wait: wait}, nil
+			}
+			return s.pin(e, time.Time{}), nil
 		}
 		// Nobody waits at the owner yet, but the gate is closed: an
 		// Acquire denied before the key was promoted is on its way there.

@@ -23,10 +23,14 @@ import (
 // key, each owning a fresh copy of the same algorithm. Every outcome must
 // be the same: each Acquire granted at the same instant or refused with the
 // same error and RetryAfter, each TryAcquire granted or refused alike. A
-// TryAcquire refused behind waiters gets a RetryAfter the owner published
-// without a message: an actor.Limiter does not wake its owner for an
-// arrival that only joins its queue, so what it published can be older,
-// and keyed's, whose owners are woken by every arrival, is never smaller. Arrivals sit on even
+// TryAcquire refused behind waiters gets the wait behind the queue's tail:
+// from what the owner published, without a message, or from the owner
+// when what it published would not be honest (it predicted nothing, or,
+// in an actor.Limiter, whose owner is not woken by an arrival that only
+// joins its queue, arrivals wait in its inbox). The owner's answer
+// includes the newcomer's own cost, the published tail does not, so the
+// two limiters' answers may differ by up to the time a full capacity
+// takes to come back (slack), never by more. Arrivals sit on even
 // microseconds, cancellations, TryAcquires and Close on odd ones, so no two
 // events the script cannot order share an instant.
 
@@ -203,21 +207,22 @@ func play(t *testing.T, newSubject func() subject, evs []event) (arrivals map[in
 func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
 	configs := []struct {
 		name string
-		make func() algorithms.Algorithm
-		cap  int64
+		make  func() algorithms.Algorithm
+		cap   int64
+		slack time.Duration // a full capacity's return
 	}{
 		{"gcra 500/s burst 3", func() algorithms.Algorithm {
 			g, _ := algorithms.NewGCRA(algorithms.PerSecond(500), 3)
 			return g
-		}, 3},
+		}, 3, 6 * time.Millisecond},
 		{"token bucket 4 at 250/s", func() algorithms.Algorithm {
 			b, _ := algorithms.NewTokenBucket(algorithms.PerSecond(250), 4)
 			return b
-		}, 4},
+		}, 4, 16 * time.Millisecond},
 		{"sliding window 5 per 20ms", func() algorithms.Algorithm {
 			w, _ := algorithms.NewSlidingWindow(algorithms.Rate{Count: 5, Per: 20 * time.Millisecond})
 			return w
-		}, 5},
+		}, 5, 20 * time.Millisecond},
 	}
 	seeds := int(testutil.Volume(40, 1000))
 	for _, cfg := range configs {
@@ -236,7 +241,7 @@ func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
 				want, wantTries := play(t, func() subject {
 					return &perKey{make: cfg.make, lims: map[int]*actor.Limiter{}}
 				}, evs)
-				w, r := compareRuns(t, seed, evs, got, want, gotTries, wantTries)
+				w, r := compareRuns(t, seed, evs, got, want, gotTries, wantTries, cfg.slack)
 				waited, refused = waited+w, refused+r
 			}
 			require.Greater(t, waited, seeds*5, "grants after waiting")
@@ -250,8 +255,8 @@ func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
 // of the actor run (want), and returns how many arrivals were granted
 // after waiting, and how many were refused. The other outcomes, in order
 // (TryAcquires, and changes where the script has them), must be alike, a
-// TryAcquire's RetryAfter no smaller in keyed (see the top of the file).
-func compareRuns(t *testing.T, seed uint64, evs []event, got, want map[int]result, gotOthers, wantOthers []result) (waited, refused int) {
+// TryAcquire's RetryAfter within slack of actor's (see the top of the file).
+func compareRuns(t *testing.T, seed uint64, evs []event, got, want map[int]result, gotOthers, wantOthers []result, slack time.Duration) (waited, refused int) {
 	t.Helper()
 	for id, w := range want {
 		if got[id] != w {
@@ -266,7 +271,7 @@ func compareRuns(t *testing.T, seed uint64, evs []event, got, want map[int]resul
 	}
 	require.Len(t, gotOthers, len(wantOthers))
 	for i, w := range wantOthers {
-		if g := gotOthers[i]; g.granted != w.granted || g.err != w.err || g.at < w.at {
+		if g := gotOthers[i]; g.granted != w.granted || g.err != w.err || (g.at-w.at).Abs() > slack {
 			t.Fatalf("seed %d: TryAcquire or change %d: keyed %+v, actor %+v\nscript: %+v", seed, i, g, w, evs)
 		}
 	}

@@ -112,11 +112,16 @@ func (w *waiters[K]) rebuild(s *shard[K], shadow algorithms.Algorithm, now int64
 
 // publish tells the lock-free paths the earliest instant a newcomer could
 // be granted: the head's next due instant, or the last waiter's predicted
-// grant when that is known and later.
+// grant when that is known and later. With more than the head waiting and
+// no prediction, it publishes 0, unknown: the head's instant would tell a
+// newcomer the head's wait, not its own, and a refusal asks the owner
+// instead, which predicts once (see shard.decide).
 func (w *waiters[K]) publish(due int64) {
 	tail := due
 	if w.shadowOK {
 		tail = max(tail, w.shadowLast)
+	} else if w.q.Len() > 1 {
+		tail = 0
 	}
 	w.tail.Store(tail)
 }

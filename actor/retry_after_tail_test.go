@@ -1,0 +1,68 @@
+package actor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
+)
+
+// A TryAcquire refused behind a queue says how long a newcomer would wait
+// behind its tail, not behind its head: a client that sleeps for the
+// RetryAfter it was given is not refused again and again. With 49 waiting
+// at a 10 ms interval, that is 490 ms; before, it was the head's 10 ms
+// (the plain Acquires behind the head sat in the inbox, which does not
+// wake an owner asleep on its timer, and the owner had predicted none of
+// them). Checked with the waiters queued at once and with waiters coming
+// one by one, and after a cancellation made the owner's prediction stale.
+func TestTryAcquireBehindAQueueSaysTheTailsWait(t *testing.T) {
+	for _, spread := range []time.Duration{0, time.Millisecond} {
+		t.Run(spread.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
+				defer l.Close()
+				require.True(t, l.Allow()) // the next unit is 10 ms away
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var wg sync.WaitGroup
+				for i := range 49 {
+					c := context.Background()
+					if i == 20 {
+						c = ctx // one in the middle gives up below
+					}
+					wg.Go(func() {
+						if _, err := l.Acquire(c, 1); err != nil && !errors.Is(err, context.Canceled) {
+							t.Errorf("waiter %d: %v", i, err)
+						}
+					})
+					time.Sleep(spread)
+					synctest.Wait()
+				}
+				el := time.Duration(49) * spread
+				tail := 490*time.Millisecond - el // the 49th is granted at 490 ms
+				_, err := l.TryAcquire(1)
+				wait, ok := permits.RetryAfter(err)
+				require.True(t, ok, "%v", err)
+				assert.GreaterOrEqual(t, wait, tail, "spread %v: behind the tail, less nothing", spread)
+				assert.LessOrEqual(t, wait, tail+10*time.Millisecond, "spread %v: within one interval of it", spread)
+
+				cancel() // one fewer: the tail moves 10 ms closer
+				synctest.Wait()
+				_, err = l.TryAcquire(1)
+				wait, _ = permits.RetryAfter(err)
+				assert.GreaterOrEqual(t, wait, tail-10*time.Millisecond, "after a cancellation")
+				assert.LessOrEqual(t, wait, tail, "after a cancellation")
+				wg.Wait()
+			})
+		})
+	}
+}
