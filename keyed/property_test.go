@@ -206,7 +206,7 @@ func play(t *testing.T, newSubject func() subject, evs []event) (arrivals map[in
 
 func TestPropertyKeyedBehavesAsOneActorLimiterPerKey(t *testing.T) {
 	configs := []struct {
-		name string
+		name  string
 		make  func() algorithms.Algorithm
 		cap   int64
 		slack time.Duration // a full capacity's return
