@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/cmd/sluice/internal/fit"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/report"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
 )
 
 const fitUsage = `Usage: sluice fit -traffic SPEC [-traffic SPEC...] -upstream SPEC -p99 DURATION [flags]
@@ -69,16 +70,16 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 	case p99 < 0:
 		return usageError("fit", errors.New("no goal: give -p99, such as -p99 200ms"), stderr)
 	}
-	arrivals, duration, err := c.arrivals()
+	arrivals, sum, err := load(c.plan())
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: duration}
+	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: sum.Duration, Origin: sum.Origin}
 	bests, err := fit.Search(arrivals, goal, kinds)
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Arrivals: len(arrivals), Duration: duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
+	info := report.Run{Traffic: c.texts, Arrivals: int(sum.Arrivals), Duration: sum.Duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
 	if err := report.Fit(stdout, info, goal, bests); err != nil {
 		return failure("fit", err, stderr)
 	}
@@ -86,4 +87,18 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// load reads the plan's arrivals for fit, which replays them many times.
+func load(p traffic.Plan) ([]traffic.Arrival, traffic.Summary, error) {
+	f, err := p.Open()
+	if err != nil {
+		return nil, traffic.Summary{}, err
+	}
+	defer f.Close()
+	a, err := traffic.Collect(f)
+	if err == nil {
+		err = checkSpan(f.Summary().Duration)
+	}
+	return a, f.Summary(), err
 }

@@ -79,22 +79,21 @@ func (c *common) check() error {
 	return nil
 }
 
-// arrivals generates the traffic; it returns the duration used.
-func (c *common) arrivals() ([]traffic.Arrival, time.Duration, error) {
-	d := c.duration
-	if !c.durationSet {
-		d = time.Minute
-		for _, p := range c.patterns {
-			if p.Kind == traffic.CSV {
-				d = 0 // the replay's own span
-			}
-		}
+// plan is the traffic the flags describe.
+func (c *common) plan() traffic.Plan {
+	d := time.Duration(0) // the default: a minute, the spikes', or the files' own span
+	if c.durationSet {
+		d = c.duration
 	}
-	a, d, err := traffic.Generate(c.patterns, d, c.seed, traffic.ReadFile)
-	if err == nil && d > maxDuration {
-		err = fmt.Errorf("the replay spans %v, longer than the simulator's limit of %v: give a shorter -duration", d, maxDuration)
+	return traffic.Plan{Patterns: c.patterns, Duration: d, Seed: c.seed}
+}
+
+// checkSpan refuses a replay longer than the simulator's limit.
+func checkSpan(d time.Duration) error {
+	if d > maxDuration {
+		return fmt.Errorf("the replay spans %v, longer than the simulator's limit of %v: give a shorter -duration", d, maxDuration)
 	}
-	return a, d, err
+	return nil
 }
 
 func upstreamFlag(fs *flag.FlagSet, up **spec.Limit, help string) {

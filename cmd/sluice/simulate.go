@@ -36,7 +36,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		limits   []spec.Limit
 		upstream *spec.Limit
 		window   time.Duration
-		bin      = time.Second
+		bin      = sim.AutoBin
 		charts   string
 	)
 	c.register(fs)
@@ -50,7 +50,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	})
 	upstreamFlag(fs, &upstream, "the `limit` an upstream enforces (a bare rate such as 100/s is a sliding window): report whether each limit ever exceeds it")
 	fs.Func("window", "the `length` of the windows in which the most admitted is measured (default: the upstream's period, else 1s)", positive(&window))
-	fs.Func("bin", "the `width` of the charts' bins (default 1s)", positive(&bin))
+	fs.Func("bin", "the `width` of the charts' bins (default: a round width that draws the run in at most 2,000)", positive(&bin))
 	fs.StringVar(&charts, "charts", "", "write rates.png, rates.svg, waits.png and waits.svg into `dir`")
 	if code, done := parse(fs, simulateUsage, args, stdout, stderr); done {
 		return code
@@ -67,22 +67,29 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 			window = upstream.Rate.Per
 		}
 	}
-	arrivals, duration, err := c.arrivals()
+	plan := c.plan()
+	if d := plan.Length(); bin > 0 && d/bin > sim.MaxBins {
+		return usageError("simulate", fmt.Errorf("-bin %v over %v makes more than %d bins: use a wider -bin", bin, d, sim.MaxBins), stderr)
+	}
+	feed, err := plan.Open()
 	if err != nil {
 		return failure("simulate", err, stderr)
 	}
-	if duration/bin > sim.MaxBins {
-		return usageError("simulate", fmt.Errorf("-bin %v over %v makes more than %d bins: use a wider -bin", bin, duration, sim.MaxBins), stderr)
-	}
+	defer feed.Close()
 	cfgs := make([]sim.Config, len(limits))
 	for i, l := range limits {
-		cfgs[i] = sim.Config{Limit: l, MaxWait: c.maxWait, Window: window, Upstream: upstream, Bin: bin, Duration: duration}
+		cfgs[i] = sim.Config{Limit: l, MaxWait: c.maxWait, Window: window, Upstream: upstream, Bin: bin,
+			Duration: plan.Length(), Origin: feed.Summary().Origin}
 	}
-	results, err := sim.RunAll(arrivals, cfgs)
+	results, err := sim.RunStream(feed, cfgs)
 	if err != nil {
 		return failure("simulate", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Arrivals: len(arrivals), Duration: duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
+	sum := feed.Summary()
+	if err := checkSpan(sum.Duration); err != nil {
+		return failure("simulate", err, stderr)
+	}
+	info := report.Run{Traffic: c.texts, Arrivals: int(sum.Arrivals), Duration: sum.Duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
 	if err := report.Simulation(stdout, info, results); err != nil {
 		return failure("simulate", err, stderr)
 	}

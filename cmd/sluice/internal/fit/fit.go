@@ -22,6 +22,7 @@ type Goal struct {
 	P99      time.Duration // the admitted requests' p99 wait, at most
 	MaxWait  time.Duration // the callers' maximum wait (sim.Forever: none)
 	Duration time.Duration // of the traffic
+	Origin   time.Time     // the instant offset 0 stands for (zero: sim.Start)
 }
 
 // Fractions are the shares of the upstream's rate tried for the paced
@@ -220,7 +221,7 @@ func (l *line) run(arrivals []traffic.Arrival, goal Goal, size int64, quick bool
 		return nil, fmt.Errorf("fit: %v: %w", lim, err)
 	}
 	up := goal.Upstream
-	cfg := sim.Config{Limit: lim, MaxWait: goal.MaxWait, Upstream: &up, StopOnExceed: quick, Duration: goal.Duration}
+	cfg := sim.Config{Limit: lim, MaxWait: goal.MaxWait, Upstream: &up, StopOnExceed: quick, Duration: goal.Duration, Origin: goal.Origin}
 	if !quick {
 		cfg.Window, cfg.Bin = goal.Upstream.Rate.Per, time.Second
 	}

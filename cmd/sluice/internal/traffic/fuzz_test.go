@@ -33,12 +33,12 @@ func FuzzParse(f *testing.F) {
 		if p.Kind == traffic.CSV {
 			return
 		}
-		a, _, err := traffic.Generate([]traffic.Pattern{p}, 10*time.Millisecond, 1, noFiles)
+		a, _, err := traffic.Generate([]traffic.Pattern{p}, time.Millisecond, 1, noFiles)
 		if err != nil && !errors.Is(err, traffic.ErrInvalid) {
 			t.Fatalf("Generate(%q) = %v", s, err)
 		}
 		for i := range a {
-			if a[i].At < 0 || a[i].At >= 10*time.Millisecond || a[i].Cost < 1 || (i > 0 && a[i].At < a[i-1].At) {
+			if a[i].At < 0 || a[i].At >= time.Millisecond || a[i].Cost < 1 || (i > 0 && a[i].At < a[i-1].At) {
 				t.Fatalf("Generate(%q): bad arrival %d: %+v", s, i, a[i])
 			}
 		}
