@@ -79,7 +79,7 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Arrivals: int(sum.Arrivals), Duration: sum.Duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
 	if err := report.Fit(stdout, info, goal, bests); err != nil {
 		return failure("fit", err, stderr)
 	}
@@ -98,7 +98,7 @@ func load(p traffic.Plan) ([]traffic.Arrival, traffic.Summary, error) {
 	defer f.Close()
 	a, err := traffic.Collect(f)
 	if err == nil {
-		err = checkSpan(f.Summary().Duration)
+		err = checkRun(f.Summary())
 	}
 	return a, f.Summary(), err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/cmd/sluice/internal/human"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/sim"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
@@ -47,7 +48,7 @@ func (c *common) register(fs *flag.FlagSet) {
 		case d <= 0:
 			return errors.New("it must be positive")
 		case d > maxDuration:
-			return fmt.Errorf("%v is longer than the simulator's limit of %v", d, maxDuration)
+			return fmt.Errorf("%s is longer than the simulator's limit of %s", human.Exact(d), human.Exact(maxDuration))
 		}
 		c.duration, c.durationSet = d, true
 		return nil
@@ -88,10 +89,16 @@ func (c *common) plan() traffic.Plan {
 	return traffic.Plan{Patterns: c.patterns, Duration: d, Seed: c.seed}
 }
 
-// checkSpan refuses a replay longer than the simulator's limit.
-func checkSpan(d time.Duration) error {
-	if d > maxDuration {
-		return fmt.Errorf("the replay spans %v, longer than the simulator's limit of %v: give a shorter -duration", d, maxDuration)
+// checkRun refuses a run with no arrivals, which would print an empty
+// table, and a replay longer than the simulator's limit.
+func checkRun(s traffic.Summary) error {
+	switch {
+	case s.Arrivals == 0 && s.Dropped > 0:
+		return fmt.Errorf("no arrivals in the run's %s: all %d are at or after -duration (the first at %s)", human.Exact(s.Duration), s.Dropped, human.Exact(s.FirstDropped))
+	case s.Arrivals == 0:
+		return fmt.Errorf("no arrivals in the run's %s: the traffic makes none (an empty file, or patterns that start later?)", human.Exact(s.Duration))
+	case s.Duration > maxDuration:
+		return fmt.Errorf("the replay spans %s, longer than the simulator's limit of %s: give a shorter -duration", human.Exact(s.Duration), human.Exact(maxDuration))
 	}
 	return nil
 }

@@ -86,10 +86,10 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		return failure("simulate", err, stderr)
 	}
 	sum := feed.Summary()
-	if err := checkSpan(sum.Duration); err != nil {
+	if err := checkRun(sum); err != nil {
 		return failure("simulate", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Arrivals: int(sum.Arrivals), Duration: sum.Duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
 	if err := report.Simulation(stdout, info, results); err != nil {
 		return failure("simulate", err, stderr)
 	}

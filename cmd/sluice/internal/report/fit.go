@@ -12,7 +12,7 @@ import (
 // with its best configuration or why there is none, then the best of all.
 func Fit(w io.Writer, run Run, goal fit.Goal, bests []fit.Best) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "traffic   %s: %d arrivals in %v, seed %d\n", strings.Join(run.Traffic, " + "), run.Arrivals, run.Duration, run.Seed)
+	trafficLine(&b, run)
 	fmt.Fprintf(&b, "callers   %s\n", Waiting(goal.MaxWait))
 	fmt.Fprintf(&b, "upstream  %v, never to be exceeded\n", goal.Upstream)
 	fmt.Fprintf(&b, "goal      p99 wait at most %s\n\n", Duration(goal.P99))

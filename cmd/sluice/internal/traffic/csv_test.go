@@ -47,7 +47,7 @@ func TestReadCSVErrors(t *testing.T) {
 		{"1\n2025-03-01T12:00:00Z\n", "t.csv:2: mixes RFC 3339 instants and offsets"},
 		{"1\n\"2\n", "t.csv:2:"},
 		{"0001-01-01T00:00:00Z\n", "outside the years"},
-		{"10\n1m30s\n2m40s\n20\n", "t.csv:4: 20s is more than 1m0s before line 2's 1m30s"},
+		{"10\n1m30s\n2m40s\n20\n", "t.csv:4: 20s is more than 1m before line 2's 1m30s"},
 		{"1.0000000001\n", "neither seconds"},
 	} {
 		_, err := traffic.ReadCSV(strings.NewReader(tc.in), "t.csv")

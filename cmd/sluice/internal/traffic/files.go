@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"container/heap"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/human"
 	"io"
 	"time"
 )
@@ -113,8 +114,8 @@ func (fs *fileSource) check(r row) error {
 	case fs.mode != 0 && m != fs.mode:
 		return invalid("%s:%d: mixes RFC 3339 instants and offsets; use one or the other", fs.name, r.line)
 	case fs.started && r.at < fs.last:
-		return invalid("%s:%d: %s is more than %v before line %d's %s: rows may be out of order by %v at most; sort the file",
-			fs.name, r.line, fs.show(r.at), Reorder, fs.lastLine, fs.show(fs.last), Reorder)
+		return invalid("%s:%d: %s is more than %s before line %d's %s: rows may be out of order by %s at most; sort the file",
+			fs.name, r.line, fs.show(r.at), human.Exact(Reorder), fs.lastLine, fs.show(fs.last), human.Exact(Reorder))
 	}
 	fs.mode, fs.instants = m, m == 2
 	return nil
@@ -124,7 +125,7 @@ func (fs *fileSource) show(at int64) string {
 	if fs.instants {
 		return time.Unix(0, at).UTC().Format(time.RFC3339Nano)
 	}
-	return time.Duration(at).String()
+	return human.Exact(time.Duration(at))
 }
 
 func (fs *fileSource) next() (Arrival, bool, error) {

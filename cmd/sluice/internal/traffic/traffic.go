@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/human"
 )
 
 // ErrInvalid is matched, with errors.Is, by every error Parse, ReadCSV and
@@ -227,13 +228,13 @@ func (p Pattern) String() string {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, "%d@%v", s.N, s.At)
+			fmt.Fprintf(&b, "%d@%s", s.N, human.Exact(s.At))
 		}
 	} else {
 		b.WriteString(p.Rate.String())
 	}
 	if p.Kind == OnOff {
-		fmt.Fprintf(&b, ",on=%v,off=%v", p.On, p.Off)
+		fmt.Fprintf(&b, ",on=%s,off=%s", human.Exact(p.On), human.Exact(p.Off))
 	}
 	switch {
 	case p.CostMin != p.CostMax:
@@ -242,10 +243,10 @@ func (p Pattern) String() string {
 		fmt.Fprintf(&b, ",cost=%d", p.CostMin)
 	}
 	if p.From != 0 {
-		fmt.Fprintf(&b, ",from=%v", p.From)
+		fmt.Fprintf(&b, ",from=%s", human.Exact(p.From))
 	}
 	if p.Until != 0 {
-		fmt.Fprintf(&b, ",until=%v", p.Until)
+		fmt.Fprintf(&b, ",until=%s", human.Exact(p.Until))
 	}
 	return b.String()
 }

@@ -64,7 +64,7 @@ func TestParseRoundTrip(t *testing.T) {
 	for _, tc := range []struct{ in, canon string }{
 		{"steady:1000/s", "steady:1000/s"},
 		{" Poisson : 90/1m , cost=2 ", "poisson:90/m,cost=2"},
-		{"onoff:200/s,on=5s,off=10s,from=1m,until=10m", "onoff:200/s,on=5s,off=10s,from=1m0s,until=10m0s"},
+		{"onoff:200/s,on=5s,off=10s,from=1m,until=10m", "onoff:200/s,on=5s,off=10s,from=1m,until=10m"},
 		{"spike:100@59.5s,100@1m0.5s,cost=1-5", "spike:100@59.5s,100@1m0.5s,cost=1-5"},
 		{"csv:some/dir/file,with,commas.csv", "csv:some/dir/file,with,commas.csv"},
 	} {
