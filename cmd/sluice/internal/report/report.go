@@ -81,10 +81,6 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 		header = append(header, "upstream")
 	}
 	rows := [][]string{header}
-	notes := trafficNotes(run)
-	if units {
-		notes = append(notes, "offered, admitted and refused count units (cost), as the limits do; waited counts requests")
-	}
 	for _, r := range results {
 		row := []string{r.Limit.String(), count(r.OfferedUnits), count(r.AdmittedUnits), count(r.RefusedUnits)}
 		if units {
@@ -95,6 +91,26 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 			row = append(row, Verdict(r))
 		}
 		rows = append(rows, row)
+	}
+	Table(&b, rows, 1)
+	if notes := notes(run, results); len(notes) > 0 {
+		b.WriteByte('\n')
+		for _, n := range notes {
+			b.WriteString("note: " + n + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// notes are the remarks under the table: what the traffic left out, the
+// units, and each limit's edges.
+func notes(run Run, results []*sim.Result) []string {
+	notes := trafficNotes(run)
+	if run.Summary.Units != run.Summary.Arrivals {
+		notes = append(notes, "offered, admitted and refused count units (cost), as the limits do; waited counts requests")
+	}
+	for _, r := range results {
 		if r.TooLarge > 0 {
 			notes = append(notes, fmt.Sprintf("%v refused %d requests whose cost exceeds its capacity %d", r.Limit, r.TooLarge, r.Limit.Capacity()))
 		}
@@ -108,15 +124,7 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 			notes = append(notes, fmt.Sprintf("%v: the charts stop after %d bins", r.Limit, sim.MaxBins))
 		}
 	}
-	Table(&b, rows, 1)
-	if len(notes) > 0 {
-		b.WriteByte('\n')
-		for _, n := range notes {
-			b.WriteString("note: " + n + "\n")
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return notes
 }
 
 // Percentile is a wait percentile, or "stranded" when it falls among the

@@ -64,9 +64,24 @@ func RunStream(src traffic.Stream, cfgs []Config) ([]*Result, error) {
 	if s, ok := src.(Spanner); ok {
 		d = s.Span()
 	}
+	for _, r := range runs {
+		r.drain(d)
+	}
+	// One width and one span for every series, so that they line up in
+	// one file (-series) and on one time axis.
+	var width, span int64
+	for _, r := range runs {
+		if r.bins != nil {
+			width = max(width, r.bins.width)
+			span = max(span, r.bins.span(), int64(r.cfg.Duration))
+		}
+	}
 	out := make([]*Result, len(runs))
 	for i, r := range runs {
-		r.end(d)
+		if r.bins != nil && r.bins.auto {
+			r.bins.coarsenTo(width)
+		}
+		r.finish(time.Duration(span))
 		out[i] = r.res
 	}
 	return out, nil

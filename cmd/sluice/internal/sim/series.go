@@ -80,6 +80,18 @@ func (s *series) add(bins *[]int64, at, cost int64) {
 	(*bins)[k] += cost
 }
 
+// span is how far the bins reach, ns.
+func (s *series) span() int64 {
+	return max(int64(len(s.offered)), int64(len(s.admitted))) * s.width
+}
+
+// coarsenTo merges the bins into steps until they are width wide (a step).
+func (s *series) coarsenTo(width int64) {
+	for s.width < width {
+		s.coarsen()
+	}
+}
+
 // coarsen merges the bins into those of the next step.
 func (s *series) coarsen() {
 	i := 0

@@ -239,9 +239,9 @@ func (r *run) feed(arrivals []traffic.Arrival) {
 	}
 }
 
-// end grants the reservations up to the horizon once the arrivals have
-// ended, and completes the result; d is the run's length.
-func (r *run) end(d time.Duration) {
+// drain grants the reservations up to the horizon once the arrivals have
+// ended; d is the run's length.
+func (r *run) drain(d time.Duration) {
 	r.cfg.Duration = max(r.cfg.Duration, d)
 	horizon := int64(r.cfg.Horizon)
 	if horizon <= 0 {
@@ -252,7 +252,6 @@ func (r *run) end(d time.Duration) {
 		r.res.Stranded++
 		r.res.StrandedUnits += p.cost
 	}
-	r.finish()
 }
 
 // grant makes the grants due at or before until, in order. As the real
@@ -405,13 +404,13 @@ func (r *run) slide(at, cost int64) {
 	}
 }
 
-// finish computes the percentiles and closes the series.
-func (r *run) finish() {
+// finish computes the percentiles and closes the series over span.
+func (r *run) finish(span time.Duration) {
 	res := r.res
 	res.Duration = r.cfg.Duration
 	res.percentiles()
 	if r.bins != nil {
-		res.Bin, res.OfferedUnitsPerBin, res.AdmittedUnitsPerBin = r.bins.finish(r.cfg.Duration)
+		res.Bin, res.OfferedUnitsPerBin, res.AdmittedUnitsPerBin = r.bins.finish(max(span, r.cfg.Duration))
 		res.SeriesCut = r.bins.cut
 	}
 	r.win, r.pend, r.bins = window{}, nil, nil
