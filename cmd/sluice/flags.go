@@ -32,7 +32,7 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	c.maxWait = sim.Forever
-	fs.Func("traffic", "a traffic `pattern` (repeat to merge): steady:RATE, poisson:RATE, onoff:RATE,on=D,off=D, spike:N@AT,..., csv:FILE", func(s string) error {
+	fs.Func("traffic", "a traffic `pattern` (repeat to merge): steady:RATE, poisson:RATE, onoff:RATE,on=D,off=D, spike:N@AT,..., csv:FILE, log:FILE, jsonl:FILE,time=F", func(s string) error {
 		p, err := traffic.Parse(s)
 		if err != nil {
 			return err
