@@ -33,7 +33,7 @@ func Fit(w io.Writer, run Run, goal fit.Goal, bests []fit.Best) error {
 		if x.AnyTraffic {
 			anyTraffic = "yes"
 		}
-		rows = append(rows, []string{string(x.Kind), p.Limit.String(), count(p.Admitted), count(p.Refused),
+		rows = append(rows, []string{string(x.Kind), p.Limit.String(), count(p.AdmittedUnits), count(p.RefusedUnits),
 			Duration(p.P99), Duration(p.Max), count(p.MaxInWindow), anyTraffic, count(int64(x.Tried))})
 	}
 	Table(&b, rows, 2)
