@@ -5,22 +5,26 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/cmd/sluice/internal/fit"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/report"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
 )
 
 const fitUsage = `Usage: sluice fit -traffic SPEC [-traffic SPEC...] -upstream SPEC -p99 DURATION [flags]
 
 Searches each algorithm's parameters for the configuration that admits the most
 units of the traffic while the upstream would never refuse any of them and the
-admitted requests' p99 wait is at most -p99. Rates are tried at 100, 95, 90, 80,
-70, 60 and 50% of the upstream's, windows at its period and 1/2, 1/4 and 1/10 of
-it; sizes (burst, capacity, window limit) by binary search. Every pick is
-simulated in full. Exits 1 when no configuration of any algorithm fits.
+admitted requests' p99 wait is at most -p99, held to the upstream less
+-headroom (5% by default). Rates are tried at 100, 95, 90, 80, 70, 60 and 50% of
+the upstream's, then around the best in steps down to 1%; windows at its period
+and 1/2 ... 1/20 of it; sizes (burst, capacity, window limit) by binary search
+from the traffic's largest cost. Every pick is simulated in full. Exits 1 when no
+configuration of any algorithm fits, after naming the closest.
 
 Example:
   sluice fit -traffic csv:traffic.csv -upstream 100/s -p99 200ms -max-wait 1s
@@ -33,6 +37,7 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 		upstream *spec.Limit
 		p99      = time.Duration(-1)
 		kinds    = spec.Kinds
+		headroom = int64(5)
 	)
 	c.register(fs)
 	upstreamFlag(fs, &upstream, "the `limit` the upstream enforces, never to be exceeded (a bare rate such as 100/s is a sliding window)")
@@ -58,6 +63,14 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	})
+	fs.Func("headroom", "the `percent` of the upstream to leave unused against what the model leaves out (default 5; 0 for none)", func(s string) error {
+		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(s), "%"), 10, 64)
+		if err != nil || n < 0 || n > 90 {
+			return fmt.Errorf("%q is not a whole percent from 0 to 90", s)
+		}
+		headroom = n
+		return nil
+	})
 	if code, done := parse(fs, fitUsage, args, stdout, stderr); done {
 		return code
 	}
@@ -69,16 +82,16 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 	case p99 < 0:
 		return usageError("fit", errors.New("no goal: give -p99, such as -p99 200ms"), stderr)
 	}
-	arrivals, duration, err := c.arrivals()
+	arrivals, sum, err := load(c.plan())
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: duration}
+	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: sum.Duration, Origin: sum.Origin, Headroom: headroom}
 	bests, err := fit.Search(arrivals, goal, kinds)
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Arrivals: len(arrivals), Duration: duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
 	if err := report.Fit(stdout, info, goal, bests); err != nil {
 		return failure("fit", err, stderr)
 	}
@@ -86,4 +99,18 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// load reads the plan's arrivals for fit, which replays them many times.
+func load(p traffic.Plan) ([]traffic.Arrival, traffic.Summary, error) {
+	f, err := p.Open()
+	if err != nil {
+		return nil, traffic.Summary{}, err
+	}
+	defer f.Close()
+	a, err := traffic.Collect(f)
+	if err == nil {
+		err = checkRun(f.Summary())
+	}
+	return a, f.Summary(), err
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/cmd/sluice/internal/human"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/sim"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
@@ -31,7 +32,7 @@ type common struct {
 
 func (c *common) register(fs *flag.FlagSet) {
 	c.maxWait = sim.Forever
-	fs.Func("traffic", "a traffic `pattern` (repeat to merge): steady:RATE, poisson:RATE, onoff:RATE,on=D,off=D, spike:N@AT,..., csv:FILE", func(s string) error {
+	fs.Func("traffic", "a traffic `pattern` (repeat to merge): steady:RATE, poisson:RATE, onoff:RATE,on=D,off=D, spike:N@AT,..., csv:FILE, log:FILE, jsonl:FILE,time=F", func(s string) error {
 		p, err := traffic.Parse(s)
 		if err != nil {
 			return err
@@ -47,7 +48,7 @@ func (c *common) register(fs *flag.FlagSet) {
 		case d <= 0:
 			return errors.New("it must be positive")
 		case d > maxDuration:
-			return fmt.Errorf("%v is longer than the simulator's limit of %v", d, maxDuration)
+			return fmt.Errorf("%s is longer than the simulator's limit of %s", human.Exact(d), human.Exact(maxDuration))
 		}
 		c.duration, c.durationSet = d, true
 		return nil
@@ -79,22 +80,27 @@ func (c *common) check() error {
 	return nil
 }
 
-// arrivals generates the traffic; it returns the duration used.
-func (c *common) arrivals() ([]traffic.Arrival, time.Duration, error) {
-	d := c.duration
-	if !c.durationSet {
-		d = time.Minute
-		for _, p := range c.patterns {
-			if p.Kind == traffic.CSV {
-				d = 0 // the replay's own span
-			}
-		}
+// plan is the traffic the flags describe.
+func (c *common) plan() traffic.Plan {
+	d := time.Duration(0) // the default: a minute, the spikes', or the files' own span
+	if c.durationSet {
+		d = c.duration
 	}
-	a, d, err := traffic.Generate(c.patterns, d, c.seed, traffic.ReadFile)
-	if err == nil && d > maxDuration {
-		err = fmt.Errorf("the replay spans %v, longer than the simulator's limit of %v: give a shorter -duration", d, maxDuration)
+	return traffic.Plan{Patterns: c.patterns, Duration: d, Seed: c.seed}
+}
+
+// checkRun refuses a run with no arrivals, which would print an empty
+// table, and a replay longer than the simulator's limit.
+func checkRun(s traffic.Summary) error {
+	switch {
+	case s.Arrivals == 0 && s.Dropped > 0:
+		return fmt.Errorf("no arrivals in the run's %s: all %d are at or after -duration (the first at %s)", human.Exact(s.Duration), s.Dropped, human.Exact(s.FirstDropped))
+	case s.Arrivals == 0:
+		return fmt.Errorf("no arrivals in the run's %s: the traffic makes none (an empty file, or patterns that start later?)", human.Exact(s.Duration))
+	case s.Duration > maxDuration:
+		return fmt.Errorf("the replay spans %s, longer than the simulator's limit of %s: give a shorter -duration", human.Exact(s.Duration), human.Exact(maxDuration))
 	}
-	return a, d, err
+	return nil
 }
 
 func upstreamFlag(fs *flag.FlagSet, up **spec.Limit, help string) {

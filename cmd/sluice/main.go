@@ -60,6 +60,10 @@ Traffic (-traffic, repeat to merge):
   onoff:200/s,on=5s,off=25s   bursts
   spike:100@59s,100@1m    100 at once at 59s and at 1m
   csv:FILE                replay "time,cost" rows (seconds, 1.5s, or RFC 3339)
+  log:FILE[,key=host|user|none]   replay an access log (Common/Combined Log Format)
+  jsonl:FILE,time=F[,key=F][,cost=F]   replay JSON lines (RFC 3339 or Unix seconds)
+Files may be gzip-compressed. Without -duration a run lasts 1m, or up to its latest
+spike or file row.
 Generated traffic also takes cost=N or cost=A-B, from=DURATION, until=DURATION.
 
 Run 'sluice help simulate' or 'sluice help fit' for their flags; docs/simulator.md has the details.

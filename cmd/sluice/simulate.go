@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -36,8 +37,10 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		limits   []spec.Limit
 		upstream *spec.Limit
 		window   time.Duration
-		bin      = time.Second
+		bin      = sim.AutoBin
 		charts   string
+		format   = "table"
+		series   string
 	)
 	c.register(fs)
 	fs.Func("limit", "a limit `spec` to simulate (repeat for several): gcra:RATE[,burst=N], token:RATE,N, leaky:RATE,N, sliding:RATE, fixed:RATE", func(s string) error {
@@ -50,8 +53,17 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	})
 	upstreamFlag(fs, &upstream, "the `limit` an upstream enforces (a bare rate such as 100/s is a sliding window): report whether each limit ever exceeds it")
 	fs.Func("window", "the `length` of the windows in which the most admitted is measured (default: the upstream's period, else 1s)", positive(&window))
-	fs.Func("bin", "the `width` of the charts' bins (default 1s)", positive(&bin))
+	fs.Func("bin", "the `width` of the charts' bins (default: a round width that draws the run in at most 2,000)", positive(&bin))
 	fs.StringVar(&charts, "charts", "", "write rates.png, rates.svg, waits.png and waits.svg into `dir`")
+	fs.Func("format", "how to print the results: `table` (the default), csv or json (schema in docs/simulator.md)", func(s string) error {
+		switch s {
+		case "table", "csv", "json":
+			format = s
+			return nil
+		}
+		return fmt.Errorf("%q is not a format: want table, csv or json", s)
+	})
+	fs.StringVar(&series, "series", "", "write the binned series (units offered and admitted per bin) to `file`.csv")
 	if code, done := parse(fs, simulateUsage, args, stdout, stderr); done {
 		return code
 	}
@@ -67,31 +79,45 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 			window = upstream.Rate.Per
 		}
 	}
-	arrivals, duration, err := c.arrivals()
+	plan := c.plan()
+	if d := plan.Length(); bin > 0 && d/bin > sim.MaxBins {
+		return usageError("simulate", fmt.Errorf("-bin %v over %v makes more than %d bins: use a wider -bin", bin, d, sim.MaxBins), stderr)
+	}
+	feed, err := plan.Open()
 	if err != nil {
 		return failure("simulate", err, stderr)
 	}
-	if duration/bin > sim.MaxBins {
-		return usageError("simulate", fmt.Errorf("-bin %v over %v makes more than %d bins: use a wider -bin", bin, duration, sim.MaxBins), stderr)
-	}
+	defer feed.Close()
 	cfgs := make([]sim.Config, len(limits))
 	for i, l := range limits {
-		cfgs[i] = sim.Config{Limit: l, MaxWait: c.maxWait, Window: window, Upstream: upstream, Bin: bin, Duration: duration}
+		cfgs[i] = sim.Config{Limit: l, MaxWait: c.maxWait, Window: window, Upstream: upstream, Bin: bin,
+			Duration: plan.Length(), Origin: feed.Summary().Origin}
 	}
-	results, err := sim.RunAll(arrivals, cfgs)
+	results, err := sim.RunStream(feed, cfgs)
 	if err != nil {
 		return failure("simulate", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Arrivals: len(arrivals), Duration: duration, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
-	if err := report.Simulation(stdout, info, results); err != nil {
+	sum := feed.Summary()
+	if err := checkRun(sum); err != nil {
 		return failure("simulate", err, stderr)
+	}
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
+	if err := output(stdout, format, info, results); err != nil {
+		return failure("simulate", err, stderr)
+	}
+	if series != "" {
+		if err := writeSeries(series, results); err != nil {
+			return failure("simulate", err, stderr)
+		}
 	}
 	if charts != "" {
 		paths, err := chart.Write(charts, results, chart.Options{Upstream: upstream, Title: strings.Join(c.texts, " + ")})
 		if err != nil {
 			return failure("simulate", err, stderr)
 		}
-		fmt.Fprintf(stdout, "\ncharts    %s\n", strings.Join(paths, " "))
+		if format == "table" {
+			fmt.Fprintf(stdout, "\ncharts    %s\n", strings.Join(paths, " "))
+		}
 	}
 	return exitOK
 }
@@ -109,4 +135,27 @@ func positive(d *time.Duration) func(string) error {
 		*d = v
 		return nil
 	}
+}
+
+// output prints the results in the format asked for.
+func output(w io.Writer, format string, info report.Run, results []*sim.Result) error {
+	switch format {
+	case "json":
+		return report.JSON(w, info, results)
+	case "csv":
+		return report.CSV(w, info, results)
+	}
+	return report.Simulation(w, info, results)
+}
+
+func writeSeries(path string, results []*sim.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := report.Series(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

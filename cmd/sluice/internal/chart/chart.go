@@ -55,7 +55,7 @@ func Write(dir string, results []*sim.Result, opt Options) ([]string, error) {
 	}
 	figures := map[string]figure{
 		"rates": rates(results, opt),
-		"waits": {draw: waits(results).Draw, w: 8 * vg.Inch, h: 4.5 * vg.Inch},
+		"waits": waitsFigure(results),
 	}
 	var paths []string
 	for _, name := range Files {
@@ -155,6 +155,7 @@ func rates(results []*sim.Result, opt Options) figure {
 	unit, unitName := Axis(span)
 	var top float64
 	panels := make([][]*plot.Plot, len(results))
+	legends := make([]plot.Legend, len(results))
 	for i, r := range results {
 		p := plot.New()
 		p.Title.Text = fmt.Sprintf("%v: admitted %d of %d, at most %d in %s", r.Limit, r.Admitted, r.Offered, r.MaxInWindow, report.Duration(r.Window))
@@ -173,17 +174,20 @@ func rates(results []*sim.Result, opt Options) figure {
 		admitted.StepStyle = plotter.PostStep
 		admitted.LineStyle = draw.LineStyle{Color: palette[i%len(palette)], Width: vg.Points(1.2)}
 		p.Add(plotter.NewGrid(), offered, admitted)
-		p.Legend.Add("offered", offered)
-		p.Legend.Add("admitted", admitted)
+		// The legend goes beside the panel, never over the data.
+		leg := plot.NewLegend()
+		leg.Top, leg.Left = true, true
+		leg.Add("offered", offered)
+		leg.Add("admitted", admitted)
 		if opt.Upstream != nil {
 			rate := float64(opt.Upstream.Rate.Count) * float64(time.Second) / float64(opt.Upstream.Rate.Per)
 			line, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: rate}, {X: float64(span) / float64(unit), Y: rate}})
 			line.LineStyle = draw.LineStyle{Color: upstreamColor, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
 			p.Add(line)
-			p.Legend.Add("upstream "+opt.Upstream.String()+" on average", line)
+			leg.Add("upstream on average", line)
 			top = max(top, rate)
 		}
-		p.Legend.Top = true
+		legends[i] = leg
 		p.X.Tick.Marker, p.Y.Tick.Marker = ticks{}, ticks{}
 		p.X.Min, p.X.Max = 0, float64(span)/float64(unit)
 		top = max(top, p.Y.Max)
@@ -192,19 +196,41 @@ func rates(results []*sim.Result, opt Options) figure {
 	for _, row := range panels { // one y scale, so that panels compare
 		row[0].Y.Min, row[0].Y.Max = 0, math.Max(top*1.1, 1)
 	}
+	const legendW = 2.1 * vg.Inch
 	w, h := 10*vg.Inch, vg.Length(len(results))*2.3*vg.Inch+0.3*vg.Inch
 	return figure{w: w, h: h, draw: func(c draw.Canvas) {
 		tiles := draw.Tiles{Rows: len(results), Cols: 1, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(10), PadY: vg.Points(8)}
-		cs := plot.Align(panels, tiles, c)
+		plots := draw.Crop(c, 0, -legendW, 0, 0)
+		cs := plot.Align(panels, tiles, plots)
 		for i := range panels {
 			panels[i][0].Draw(cs[i][0])
+			legends[i].Draw(beside(c, plots, cs[i][0]))
 		}
+	}}
+}
+
+// beside is the strip of c right of plots, level with panel: where a
+// panel's legend goes.
+func beside(c, plots, panel draw.Canvas) draw.Canvas {
+	r := vg.Rectangle{Min: vg.Point{X: plots.Max.X + vg.Points(6), Y: panel.Min.Y}, Max: vg.Point{X: c.Max.X, Y: panel.Max.Y}}
+	return draw.Canvas{Canvas: c.Canvas, Rectangle: r}
+}
+
+// waitsFigure draws the wait distribution with its legend to the right.
+func waitsFigure(results []*sim.Result) figure {
+	p, leg := waits(results)
+	const legendW = 3 * vg.Inch
+	return figure{w: 8 * vg.Inch, h: 4.5 * vg.Inch, draw: func(c draw.Canvas) {
+		plots := draw.Crop(c, 0, -legendW, 0, 0)
+		p.Draw(plots)
+		leg.Draw(beside(c, plots, draw.Crop(plots, 0, 0, 0, -vg.Points(24))))
 	}}
 }
 
 // waits is the figure of the wait distribution: for each limit, the share
 // of its admitted requests that waited at most x.
-func waits(results []*sim.Result) *plot.Plot {
+func waits(results []*sim.Result) (*plot.Plot, plot.Legend) {
+	leg := plot.NewLegend()
 	var longest time.Duration
 	for _, r := range results {
 		longest = max(longest, r.Max)
@@ -233,15 +259,13 @@ func waits(results []*sim.Result) *plot.Plot {
 		line, _ := plotter.NewLine(xy)
 		line.LineStyle = style(i)
 		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%v (p99 %s)", r.Limit, report.Duration(r.P99)), line)
+		leg.Add(fmt.Sprintf("%v (p99 %s)", r.Limit, report.Percentile(r.P99, r.P99Stranded)), line)
 	}
-	p.Legend.Top = false
-	p.Legend.Left = false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(6), vg.Points(10)
+	leg.Top, leg.Left = true, true
 	p.X.Tick.Marker, p.Y.Tick.Marker = ticks{}, ticks{}
 	p.X.Min, p.X.Max = 0, math.Max(float64(longest)/float64(unit), 1)
 	p.Y.Min, p.Y.Max = 0, 1.02
-	return p
+	return p, leg
 }
 
 // waitAxis picks the unit of the wait axis: ms up to 3 s, s up to 3 min,

@@ -7,60 +7,93 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/cmd/sluice/internal/human"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/sim"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
 )
 
 // Run describes the run the results come from, for the lines above the
 // table.
 type Run struct {
-	Traffic  []string      // the patterns, as given
-	Arrivals int           // how many they made
-	Duration time.Duration // of the traffic
+	Traffic  []string        // the patterns, as given
+	Summary  traffic.Summary // what they made
 	Seed     uint64
 	MaxWait  time.Duration // sim.Forever for none
 	Upstream *spec.Limit
 	Window   time.Duration
 }
 
-// Simulation writes the header and one row per result.
+// trafficLine describes the traffic: its arrivals, its units when they
+// differ, its length and, for a replay of instants, where it starts.
+func trafficLine(b *strings.Builder, run Run) {
+	s := run.Summary
+	fmt.Fprintf(b, "traffic   %s: %d arrivals", strings.Join(run.Traffic, " + "), s.Arrivals)
+	if s.Units != s.Arrivals {
+		fmt.Fprintf(b, " (%d units)", s.Units)
+	}
+	fmt.Fprintf(b, " in %s", Duration(s.Duration))
+	if !s.Origin.Equal(traffic.DefaultOrigin) {
+		fmt.Fprintf(b, " from %s", s.Origin.Format(time.RFC3339Nano))
+	}
+	if len(s.Keys) > 1 {
+		fmt.Fprintf(b, ", %d keys", len(s.Keys)-1)
+	}
+	fmt.Fprintf(b, ", seed %d\n", run.Seed)
+}
+
+// trafficNotes say what the run's length left out or added.
+func trafficNotes(run Run) []string {
+	s := run.Summary
+	var notes []string
+	if s.Dropped > 0 {
+		notes = append(notes, fmt.Sprintf("%d arrivals from %s were left out: they are at or after -duration %s (give -duration %s to keep them)",
+			s.Dropped, Duration(s.FirstDropped), Duration(s.Duration), human.Exact((s.FirstDropped/time.Second+1)*time.Second)))
+	}
+	for i, name := range s.Cut {
+		notes = append(notes, fmt.Sprintf("%s: its rows from %s on were left out, at or after -duration %s", name, Duration(s.CutAt[i]), Duration(s.Duration)))
+	}
+	if s.Extended {
+		notes = append(notes, fmt.Sprintf("the run lasts %s, past the default %s, to hold every spike", Duration(s.Duration), Duration(traffic.DefaultDuration)))
+	}
+	return notes
+}
+
+// Simulation writes the header and one row per result. offered, admitted
+// and refused count units, as the limits do; requests are counted beside
+// them when costs are not all 1.
 func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "traffic   %s: %d arrivals in %v, seed %d\n", strings.Join(run.Traffic, " + "), run.Arrivals, run.Duration, run.Seed)
+	trafficLine(&b, run)
 	fmt.Fprintf(&b, "callers   %s\n", Waiting(run.MaxWait))
 	if run.Upstream != nil {
 		fmt.Fprintf(&b, "upstream  %v\n", run.Upstream)
 	}
 	b.WriteByte('\n')
 	win := "max in " + Duration(run.Window)
-	header := []string{"limit", "offered", "admitted", "refused", "waited", "p50 wait", "p99 wait", "max wait", win}
+	units := run.Summary.Units != run.Summary.Arrivals
+	header := []string{"limit", "offered", "admitted", "refused"}
+	if units {
+		header = append(header, "requests admitted")
+	}
+	header = append(header, "waited", "p50 wait", "p99 wait", "max wait", win)
 	if run.Upstream != nil {
 		header = append(header, "upstream")
 	}
 	rows := [][]string{header}
-	var notes []string
 	for _, r := range results {
-		row := []string{r.Limit.String(), count(r.Offered), count(r.Admitted), count(r.Refused), count(r.Waited),
-			Duration(r.P50), Duration(r.P99), Duration(r.Max), count(r.MaxInWindow)}
+		row := []string{r.Limit.String(), count(r.OfferedUnits), count(r.AdmittedUnits), count(r.RefusedUnits)}
+		if units {
+			row = append(row, fmt.Sprintf("%d of %d", r.Admitted, r.Offered))
+		}
+		row = append(row, count(r.Waited), Percentile(r.P50, r.P50Stranded), Percentile(r.P99, r.P99Stranded), Percentile(r.Max, r.Stranded > 0), count(r.MaxInWindow))
 		if run.Upstream != nil {
 			row = append(row, Verdict(r))
 		}
 		rows = append(rows, row)
-		if r.TooLarge > 0 {
-			notes = append(notes, fmt.Sprintf("%v refused %d requests whose cost exceeds its capacity %d", r.Limit, r.TooLarge, r.Limit.Capacity()))
-		}
-		if r.End-run.Duration > run.Duration/100 {
-			notes = append(notes, fmt.Sprintf("%v granted its last waiter at %v, after the traffic ended", r.Limit, Duration(r.End)))
-		}
-		if r.Stranded > 0 {
-			notes = append(notes, fmt.Sprintf("%v left %d callers still waiting when the run stopped (neither admitted nor refused)", r.Limit, r.Stranded))
-		}
-		if r.SeriesCut {
-			notes = append(notes, fmt.Sprintf("%v: the charts stop after %d bins", r.Limit, sim.MaxBins))
-		}
 	}
 	Table(&b, rows, 1)
-	if len(notes) > 0 {
+	if notes := notes(run, results); len(notes) > 0 {
 		b.WriteByte('\n')
 		for _, n := range notes {
 			b.WriteString("note: " + n + "\n")
@@ -68,6 +101,39 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// notes are the remarks under the table: what the traffic left out, the
+// units, and each limit's edges.
+func notes(run Run, results []*sim.Result) []string {
+	notes := trafficNotes(run)
+	if run.Summary.Units != run.Summary.Arrivals {
+		notes = append(notes, "offered, admitted and refused count units (cost), as the limits do; waited counts requests")
+	}
+	for _, r := range results {
+		if r.TooLarge > 0 {
+			notes = append(notes, fmt.Sprintf("%v refused %d requests whose cost exceeds its capacity %d", r.Limit, r.TooLarge, r.Limit.Capacity()))
+		}
+		if d := run.Summary.Duration; r.End-d > d/100 {
+			notes = append(notes, fmt.Sprintf("%v granted its last waiter at %v, after the traffic ended", r.Limit, Duration(r.End)))
+		}
+		if r.Stranded > 0 {
+			notes = append(notes, fmt.Sprintf("%v left %d callers still waiting when the run stopped (neither admitted nor refused; in the percentiles as waits longer than any granted)", r.Limit, r.Stranded))
+		}
+		if r.SeriesCut {
+			notes = append(notes, fmt.Sprintf("%v: the charts stop after %d bins", r.Limit, sim.MaxBins))
+		}
+	}
+	return notes
+}
+
+// Percentile is a wait percentile, or "stranded" when it falls among the
+// callers still waiting at the end.
+func Percentile(d time.Duration, stranded bool) string {
+	if stranded {
+		return "stranded"
+	}
+	return Duration(d)
 }
 
 // Waiting describes a maximum wait.
@@ -91,30 +157,8 @@ func Verdict(r *sim.Result) string {
 
 func count(n int64) string { return strconv.FormatInt(n, 10) }
 
-// Duration formats d to three significant digits, whole seconds from a
-// minute on: 0s, 417µs, 97.8ms, 1.25s, 2m53s, 1m, 1h, 1h30m.
-func Duration(d time.Duration) string {
-	if d <= 0 {
-		return d.String()
-	}
-	unit := time.Duration(1)
-	for v := d; v >= 1000; v /= 10 {
-		unit *= 10
-	}
-	// Whole seconds need no more rounding: 2m53s, not 2m53.4s.
-	if d >= time.Minute {
-		unit = max(unit, time.Second)
-	}
-	s := d.Round(unit).String()
-	// 1m, 1h and 1h30m rather than 1m0s, 1h0m0s and 1h30m0s.
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// Duration formats d as every table does (human.Duration).
+func Duration(d time.Duration) string { return human.Duration(d) }
 
 // Table writes rows as columns two spaces apart, the first left columns
 // left-aligned (names) and the others right-aligned (numbers).

@@ -16,7 +16,7 @@ func TestSlidingJudgeIsSlidingWindow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 300 {
 		up := spec.Limit{Kind: spec.Sliding, Rate: algorithms.Rate{Count: 1 + rng.Int64N(20), Per: time.Duration(1+rng.IntN(1000)) * time.Millisecond}}
-		j, err := newJudge(up)
+		j, err := newJudge(up, clock{Start.UnixNano()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,4 +38,4 @@ func TestSlidingJudgeIsSlidingWindow(t *testing.T) {
 	}
 }
 
-func t0(ns int64) time.Time { return t(ns) }
+func t0(ns int64) time.Time { return clock{Start.UnixNano()}.t(ns) }

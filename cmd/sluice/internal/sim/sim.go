@@ -2,9 +2,6 @@ package sim
 
 import (
 	"math"
-	"runtime"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
@@ -13,13 +10,13 @@ import (
 	"github.com/sluicehq/sluice/cmd/sluice/internal/traffic"
 )
 
-// Start is the virtual clock's first instant: 2025-01-01 00:00:00 UTC, a
-// whole number of days after the Unix epoch, so that fixed windows of any
-// length dividing a day (a second, a minute, an hour) begin at offset 0.
-var Start = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
-
-// MaxBins bounds the per-bin series (8 MB each).
-const MaxBins = 1 << 20
+// Start is the virtual clock's first instant unless Config.Origin says
+// otherwise: 2025-01-01 00:00:00 UTC, a whole number of days after the Unix
+// epoch, so that fixed windows of any length dividing a day (a second, a
+// minute, an hour) begin at offset 0. Fixed windows are the library's own,
+// aligned to the epoch: fixed:100/7s's begin wherever 7 s divides the Unix
+// time, as they would in production.
+var Start = traffic.DefaultOrigin
 
 // Forever, as Config.MaxWait, lets callers wait as long as it takes, as
 // actor.Limiter does by default.
@@ -38,11 +35,17 @@ type Config struct {
 	// Upstream, when set, replays every admission through the upstream's
 	// own algorithm and counts those it would refuse.
 	Upstream *spec.Limit
-	// Bin is the width of the per-bin series; 0 keeps none.
+	// Bin is the width of the per-bin series; 0 keeps none; AutoBin
+	// chooses it from the run's length.
 	Bin time.Duration
 	// Duration, when set, pads the series to cover [0, Duration) even when
-	// the traffic ends before it.
+	// the traffic ends before it. A stream that knows its length (Span)
+	// when it ends sets it then.
 	Duration time.Duration
+	// Origin is the instant offset 0 stands for (zero: Start): a replay of
+	// recorded instants keeps them, so that fixed windows fall where the
+	// library's FixedWindow puts them on those instants.
+	Origin time.Time
 	// Horizon ends the run: no grant is made after it, and the waiters
 	// still queued then are counted in Result.Stranded. 0 means ten times
 	// the later of Duration and the last arrival, plus a minute, so that an
@@ -68,21 +71,25 @@ type Grant struct {
 type Result struct {
 	Limit spec.Limit
 
-	Offered, Admitted, Refused  int64
-	OfferedUnits, AdmittedUnits int64
+	Offered, Admitted, Refused                int64
+	OfferedUnits, AdmittedUnits, RefusedUnits int64
 	// Waited counts admissions granted after a wait longer than zero.
 	Waited int64
 	// Stranded counts callers still waiting at the horizon: neither
 	// admitted nor refused.
-	Stranded int64
+	Stranded, StrandedUnits int64
 	// TooLarge counts refusals of a cost above the limit's capacity, which
 	// no wait could admit (the real limiter fails them with
 	// permits.ErrCostExceedsCapacity). They are in Refused too.
 	TooLarge int64
 
-	// P50, P99 and Max are the waits of admitted requests, nearest rank,
-	// zero waits included.
-	P50, P99, Max time.Duration
+	// P50, P99 and Max are the waits of admitted requests and of the
+	// callers still waiting at the horizon, nearest rank, zero waits
+	// included; Max is the longest granted wait. The stranded rank above
+	// every granted wait: a percentile that falls among them has
+	// P50Stranded or P99Stranded set, and no duration.
+	P50, P99, Max            time.Duration
+	P50Stranded, P99Stranded bool
 
 	// MaxInWindow is the most units admitted in any half-open window of
 	// length Window; MaxInWindowAt is the first admission in such a window.
@@ -106,9 +113,11 @@ type Result struct {
 	// [k·Bin, (k+1)·Bin).
 	Bin                                     time.Duration
 	OfferedUnitsPerBin, AdmittedUnitsPerBin []int64
-	// SeriesCut reports that the series stop at MaxBins bins, before the
-	// run did.
+	// SeriesCut reports that series of a given width stop at MaxBins
+	// bins, before the run did.
 	SeriesCut bool
+	// Duration is the run's length (Config.Duration, or the stream's).
+	Duration time.Duration
 
 	// Stopped reports a run ended early by Config.StopOnExceed; its
 	// numbers cover only what came before.
@@ -116,63 +125,7 @@ type Result struct {
 
 	Grants []Grant // with Config.Record
 
-	waits []int64 // the non-zero waits, ns, in no particular order
-	zeros int64   // admissions that did not wait
-}
-
-// Run offers the arrivals (sorted by instant) to one limit.
-func Run(arrivals []traffic.Arrival, cfg Config) (*Result, error) {
-	r, err := newRun(cfg)
-	if err != nil {
-		return nil, err
-	}
-	r.run(arrivals)
-	return r.res, nil
-}
-
-// RunAll runs each configuration on the same arrivals, side by side on at
-// most GOMAXPROCS goroutines, and returns the results in the order of cfgs.
-func RunAll(arrivals []traffic.Arrival, cfgs []Config) ([]*Result, error) {
-	runs := make([]*run, len(cfgs))
-	for i, c := range cfgs {
-		r, err := newRun(c)
-		if err != nil {
-			return nil, err
-		}
-		runs[i] = r
-	}
-	// The longest first, so that the last to finish is a short one: the
-	// sliding window costs the most (its ring), the paced algorithms less
-	// and the fixed window least (measured on an hour at 1,000/s).
-	order := make([]*run, len(runs))
-	copy(order, runs)
-	slices.SortStableFunc(order, func(a, b *run) int { return cost(b.cfg.Limit.Kind) - cost(a.cfg.Limit.Kind) })
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for _, r := range order {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			r.run(arrivals)
-		})
-	}
-	wg.Wait()
-	out := make([]*Result, len(runs))
-	for i, r := range runs {
-		out[i] = r.res
-	}
-	return out, nil
-}
-
-// cost ranks kinds by their measured cost per arrival, waiting or not.
-func cost(k spec.Kind) int {
-	switch k {
-	case spec.Fixed:
-		return 0
-	case spec.Sliding:
-		return 2
-	}
-	return 1
+	dist dist // the waits of admitted requests
 }
 
 // run is one limit's owner: the algorithm and its waiters, plus the
@@ -191,8 +144,14 @@ func cost(k spec.Kind) int {
 // limiter, grant for grant. The algorithm sees instants in order: a
 // reservation is decided at or after the one before it, and an arrival is
 // decided at its own instant only when no reservation lies after it.
+//
+// Memory is the reservations (the callers waiting), the window measure's
+// admissions in one window, the series' bins and the wait distribution,
+// all bounded whatever the run's length; arrivals are consumed as they
+// come.
 type run struct {
 	cfg      Config
+	clock    clock
 	alg      algorithms.Algorithm
 	capacity int64
 	maxWait  int64 // ns; < 0 none
@@ -200,9 +159,11 @@ type run struct {
 	// (which is their order of arrival); pend[ph] is the next.
 	pend []reservation
 	ph   int
-	up   judge  // nil without an upstream
-	win  window // the admissions in the last Window, for MaxInWindow
-	bin  int64
+	now  int64   // the instant of the batch of arrivals being decided
+	up   judge   // nil without an upstream
+	win  window  // the admissions in the last Window, for MaxInWindow
+	bins *series // nil without series
+	last int64   // the latest arrival
 	res  *Result
 }
 
@@ -219,71 +180,78 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Origin.IsZero() {
+		cfg.Origin = Start
+	}
 	r := &run{
-		cfg: cfg, alg: alg, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
-		win: window{length: int64(cfg.Window)}, bin: int64(cfg.Bin),
-		res: &Result{Limit: cfg.Limit, Window: cfg.Window, Upstream: cfg.Upstream, Bin: cfg.Bin},
+		cfg: cfg, clock: clock{cfg.Origin.UnixNano()}, alg: alg, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
+		win: window{length: int64(cfg.Window)}, bins: newSeries(cfg.Bin, cfg.Duration), now: -1,
+		res: &Result{Limit: cfg.Limit, Window: cfg.Window, Upstream: cfg.Upstream},
 	}
 	if r.maxWait < 0 {
 		r.maxWait = -1
 	}
 	if cfg.Upstream != nil {
-		if r.up, err = newJudge(*cfg.Upstream); err != nil {
+		if r.up, err = newJudge(*cfg.Upstream, r.clock); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// startNano is Start in Unix nanoseconds. The conversions below go through
-// Unix nanoseconds because time.Unix and UnixNano cost a fraction of
-// Time.Add and Time.Sub, and a simulated hour converts tens of millions of
-// instants. The timeline spans 292 years from Start, far beyond any run.
-var startNano = Start.UnixNano()
+// clock converts offsets on the timeline (ns after the origin) to instants
+// and back. The conversions go through Unix nanoseconds because time.Unix
+// and UnixNano cost a fraction of Time.Add and Time.Sub, and a simulated
+// hour converts tens of millions of instants. The timeline spans the years
+// 1678 to 2262, far beyond any run.
+type clock struct{ origin int64 } // Unix ns
 
-// t is the instant ns after Start.
-func t(ns int64) time.Time { return time.Unix(0, startNano+ns) }
+// t is the instant ns after the origin.
+func (c clock) t(ns int64) time.Time { return time.Unix(0, c.origin+ns) }
 
 // ns converts a decision's instant to the timeline; the zero Time (never)
 // becomes 0, as in actor.
-func ns(at time.Time) int64 {
+func (c clock) ns(at time.Time) int64 {
 	if at.IsZero() {
 		return 0
 	}
-	return at.UnixNano() - startNano
+	return at.UnixNano() - c.origin
 }
 
-// run is the owner's loop on a perfect clock: before each batch of arrivals
-// (every arrival at one instant), the timer fires for every grant due at or
-// before it; then the batch is decided. Once the arrivals end, the
-// reservations are granted up to the horizon.
-func (r *run) run(arrivals []traffic.Arrival) {
+// feed is the owner's loop on a perfect clock, one batch of arrivals (in
+// order of instant) at a time: before the arrivals of each instant, the
+// timer fires for every grant due at or before it; then they are decided.
+func (r *run) feed(arrivals []traffic.Arrival) {
+	for i := 0; i < len(arrivals) && !r.res.Stopped; i++ {
+		a := &arrivals[i]
+		now := int64(a.At)
+		if now != r.now {
+			r.grant(now)
+			r.now = now
+			if r.res.Stopped {
+				return
+			}
+		}
+		r.arrive(now, a.Cost)
+	}
+	if n := len(arrivals); n > 0 {
+		r.last = max(r.last, int64(arrivals[n-1].At))
+	}
+}
+
+// drain grants the reservations up to the horizon once the arrivals have
+// ended; d is the run's length.
+func (r *run) drain(d time.Duration) {
+	r.cfg.Duration = max(r.cfg.Duration, d)
 	horizon := int64(r.cfg.Horizon)
 	if horizon <= 0 {
-		last := r.cfg.Duration
-		if n := len(arrivals); n > 0 {
-			last = max(last, arrivals[n-1].At)
-		}
-		horizon = muldiv.Add(muldiv.Mul(int64(last), 10), int64(time.Minute))
-	}
-	if r.maxWait != 0 && r.res.waits == nil {
-		// Every admission may wait: room for all of them at once, rather
-		// than the copies (and the collector's work) of growing to it.
-		r.res.waits = make([]int64, 0, len(arrivals))
-	}
-	for i := 0; i < len(arrivals); {
-		now := int64(arrivals[i].At)
-		r.grant(now)
-		for ; i < len(arrivals) && int64(arrivals[i].At) == now && !r.res.Stopped; i++ {
-			r.arrive(now, arrivals[i].Cost)
-		}
-		if r.res.Stopped {
-			break
-		}
+		horizon = muldiv.Add(muldiv.Mul(max(int64(r.cfg.Duration), r.last), 10), int64(time.Minute))
 	}
 	r.grant(horizon)
-	r.res.Stranded = int64(len(r.pend) - r.ph)
-	r.finish()
+	for _, p := range r.pend[r.ph:] {
+		r.res.Stranded++
+		r.res.StrandedUnits += p.cost
+	}
 }
 
 // grant makes the grants due at or before until, in order. As the real
@@ -313,10 +281,12 @@ func (r *run) grant(until int64) {
 func (r *run) arrive(now, cost int64) {
 	r.res.Offered++
 	r.res.OfferedUnits += cost
-	r.count(&r.res.OfferedUnitsPerBin, now, cost)
+	if r.bins != nil {
+		r.bins.add(&r.bins.offered, now, cost)
+	}
 	if cost > r.capacity {
 		r.res.TooLarge++
-		r.refuse()
+		r.refuse(cost)
 		return
 	}
 	at := now
@@ -326,7 +296,7 @@ func (r *run) arrive(now, cost int64) {
 		at = max(r.pend[len(r.pend)-1].at, now)
 		switch {
 		case r.maxWait >= 0 && at-now > r.maxWait:
-			r.refuse()
+			r.refuse(cost)
 			return
 		case at == never:
 			r.pend = append(r.pend, reservation{now, never, cost})
@@ -334,7 +304,7 @@ func (r *run) arrive(now, cost int64) {
 		}
 	}
 	for i := 0; ; i++ {
-		ok, retry := decideOn(r.alg, at, cost)
+		ok, retry := r.decide(at, cost)
 		switch {
 		case ok && at == now:
 			r.admitted(now, now, cost)
@@ -352,17 +322,22 @@ func (r *run) arrive(now, cost int64) {
 		if r.maxWait >= 0 && at-now > r.maxWait {
 			// Refused on the instant named: the decisions that named it
 			// were denials, which took nothing.
-			r.refuse()
+			r.refuse(cost)
 			return
 		}
 	}
 }
 
-func (r *run) refuse() { r.res.Refused++ }
+func (r *run) refuse(cost int64) {
+	r.res.Refused++
+	r.res.RefusedUnits += cost
+}
 
-func decideOn(a algorithms.Algorithm, at, cost int64) (bool, int64) {
+func (r *run) decide(at, cost int64) (bool, int64) { return decideOn(r.alg, r.clock, at, cost) }
+
+func decideOn(a algorithms.Algorithm, c clock, at, cost int64) (bool, int64) {
 	if g, ok := a.(lean); ok {
-		ok, wait, open := g.TryAdmitAt(t(at), cost)
+		ok, wait, open := g.TryAdmitAt(c.t(at), cost)
 		if open {
 			if ok {
 				return true, 0
@@ -370,11 +345,11 @@ func decideOn(a algorithms.Algorithm, at, cost int64) (bool, int64) {
 			return false, at + int64(wait)
 		}
 	}
-	d := a.AllowAt(t(at), cost)
+	d := a.AllowAt(c.t(at), cost)
 	if d.Allowed {
 		return true, 0
 	}
-	return false, ns(d.RetryAt)
+	return false, c.ns(d.RetryAt)
 }
 
 // lean is the decision a limiter's fast path makes (algorithms.GCRA and the
@@ -396,12 +371,12 @@ func (r *run) admitted(arrival, at, cost int64) {
 	res.End = time.Duration(at)
 	if w := at - arrival; w > 0 {
 		res.Waited++
-		res.waits = append(res.waits, w)
 		res.Max = max(res.Max, time.Duration(w))
-	} else {
-		res.zeros++
 	}
-	r.count(&res.AdmittedUnitsPerBin, at, cost)
+	res.dist.add(at - arrival)
+	if r.bins != nil {
+		r.bins.add(&r.bins.admitted, at, cost)
+	}
 	if r.win.length > 0 {
 		r.slide(at, cost)
 	}
@@ -417,22 +392,6 @@ func (r *run) admitted(arrival, at, cost int64) {
 	}
 }
 
-// count adds cost to the bin holding instant at.
-func (r *run) count(bins *[]int64, at, cost int64) {
-	if r.bin <= 0 {
-		return
-	}
-	k := at / r.bin
-	if k >= MaxBins {
-		r.res.SeriesCut = true
-		return
-	}
-	for len(*bins) <= int(k) {
-		*bins = append(*bins, 0)
-	}
-	(*bins)[int(k)] += cost
-}
-
 // slide adds an admission to the window ending at its instant, (at-Window,
 // at], and keeps the largest total seen. Every half-open window of length
 // Window that holds admissions holds no more than the one ending at its
@@ -445,18 +404,14 @@ func (r *run) slide(at, cost int64) {
 	}
 }
 
-// finish computes the percentiles and pads the series to the same length.
-func (r *run) finish() {
+// finish computes the percentiles and closes the series over span.
+func (r *run) finish(span time.Duration) {
 	res := r.res
+	res.Duration = r.cfg.Duration
 	res.percentiles()
-	if r.bin > 0 {
-		last := max(len(res.OfferedUnitsPerBin), len(res.AdmittedUnitsPerBin), int(min((int64(r.cfg.Duration)+r.bin-1)/r.bin, MaxBins)))
-		for len(res.OfferedUnitsPerBin) < last {
-			res.OfferedUnitsPerBin = append(res.OfferedUnitsPerBin, 0)
-		}
-		for len(res.AdmittedUnitsPerBin) < last {
-			res.AdmittedUnitsPerBin = append(res.AdmittedUnitsPerBin, 0)
-		}
+	if r.bins != nil {
+		res.Bin, res.OfferedUnitsPerBin, res.AdmittedUnitsPerBin = r.bins.finish(max(span, r.cfg.Duration))
+		res.SeriesCut = r.bins.cut
 	}
-	r.win, r.pend = window{}, nil
+	r.win, r.pend, r.bins = window{}, nil, nil
 }

@@ -7,22 +7,31 @@ import (
 	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
 )
 
-// percentiles sets P50 and P99: nearest rank, the smallest wait that at
-// least that share of the admitted requests did not exceed. It reorders
-// res.waits (which keeps no order) but leaves its contents: selecting the
-// 99th first leaves the 50th among the waits before it.
+// percentiles sets P50 and P99 over the admitted requests and the callers
+// still waiting at the horizon (Stranded), nearest rank: the smallest wait
+// that at least that share of them did not exceed. The stranded rank above
+// every granted wait (theirs is at least the run's length, and may be
+// forever); a percentile that falls among them is reported as such.
 func (res *Result) percentiles() {
-	n := res.zeros + int64(len(res.waits))
-	index := func(q int64) int { // 0-based among the non-zero waits, or -1
-		rank := (q*n + 99) / 100 // ⌈q·n/100⌉, 1-based
-		return int(rank - res.zeros - 1)
-	}
+	n := res.dist.total() + res.Stranded
 	res.P50, res.P99 = 0, 0
-	if k := index(99); n > 0 && k >= 0 {
-		res.P99 = time.Duration(selectKth(res.waits, k))
-		if k50 := index(50); k50 >= 0 {
-			res.P50 = time.Duration(selectKth(res.waits[:k+1], k50))
+	res.P50Stranded, res.P99Stranded = false, false
+	if n == 0 {
+		return
+	}
+	granted := res.dist.total()
+	// The 99th first: selecting it leaves the 50th among the waits before.
+	for _, q := range []struct {
+		pct      int64
+		at       *time.Duration
+		stranded *bool
+	}{{99, &res.P99, &res.P99Stranded}, {50, &res.P50, &res.P50Stranded}} {
+		rank := (q.pct*n + 99) / 100 // ⌈q·n/100⌉, 1-based
+		if rank > granted {
+			*q.stranded = true
+			continue
 		}
+		*q.at = time.Duration(res.dist.rank(rank, int64(res.Max)))
 	}
 }
 
@@ -75,18 +84,19 @@ func median(a, b, c int64) int64 {
 // WaitCDF returns the distribution of the admitted requests' waits in
 // points steps from 0 to the longest: at[i] is a wait, below[i] the
 // fraction of admitted requests that waited at most that long. It is a
-// histogram, linear in the admissions, and exact at its steps.
+// histogram, linear in the waits kept, and exact at its steps while the
+// waits are (within 0.1% after).
 func (res *Result) WaitCDF(points int) (at []time.Duration, below []float64) {
-	n := res.zeros + int64(len(res.waits))
+	n := res.dist.total()
 	if n == 0 || points < 1 {
 		return nil, nil
 	}
 	top := int64(res.Max)
 	counts := make([]int64, points+1) // counts[i]: waits in (step·(i-1), step·i]
-	counts[0] = res.zeros
-	for _, w := range res.waits {
-		counts[muldiv.Ceil(w, int64(points), top)]++ // 1 <= it <= points
-	}
+	counts[0] = res.dist.zeros
+	res.dist.each(func(w, c int64) {
+		counts[muldiv.Ceil(min(w, top), int64(points), top)] += c // 1 <= it <= points
+	})
 	var sum int64
 	for i, c := range counts {
 		sum += c

@@ -59,7 +59,7 @@ type judge interface{ admit(at, cost int64) bool }
 // cost are at most the limit) is kept here in a ring: the same verdicts as
 // algorithms.SlidingWindow (a test holds them equal) at a fraction of its
 // cost, since every admission of every limit is judged.
-func newJudge(up spec.Limit) (judge, error) {
+func newJudge(up spec.Limit, c clock) (judge, error) {
 	alg, err := up.New()
 	if err != nil {
 		return nil, err
@@ -67,13 +67,16 @@ func newJudge(up spec.Limit) (judge, error) {
 	if up.Kind == spec.Sliding {
 		return &slidingJudge{limit: up.Rate.Count, w: window{length: int64(up.Rate.Per)}}, nil
 	}
-	return algorithmJudge{alg}, nil
+	return algorithmJudge{alg, c}, nil
 }
 
-type algorithmJudge struct{ alg algorithms.Algorithm }
+type algorithmJudge struct {
+	alg   algorithms.Algorithm
+	clock clock
+}
 
 func (j algorithmJudge) admit(at, cost int64) bool {
-	ok, _ := decideOn(j.alg, at, cost)
+	ok, _ := decideOn(j.alg, j.clock, at, cost)
 	return ok
 }
 

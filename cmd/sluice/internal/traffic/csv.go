@@ -5,128 +5,101 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// ReadFile reads a csv replay file with ReadCSV; errors name the file and
-// the line.
-func ReadFile(path string) ([]Arrival, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, invalid("%v", err)
-	}
-	defer f.Close()
-	return ReadCSV(f, path)
-}
-
-// ReadCSV reads recorded traffic, one arrival per row:
+// csvRows reads recorded traffic, one arrival per row:
 //
 //	time[,cost]
 //
 // time is seconds after the start ("12.5", exact to the nanosecond), a Go
 // duration ("12.5s", "1m2s"), or an RFC 3339 instant
-// ("2025-03-01T12:00:00.25Z"), which is then measured from the earliest
-// instant in the file; one file uses offsets or instants, not both. cost is
-// a whole number of at least 1, 1 when absent. Rows need not be sorted.
-// Blank lines and lines starting with # are skipped, and a first row whose
-// time is not a time (a header such as "time,cost") is skipped too. name is
-// used in errors, which give the line.
-func ReadCSV(r io.Reader, name string) ([]Arrival, error) {
+// ("2025-03-01T12:00:00.25Z"), which keeps its place on the calendar (the
+// run starts at the earliest); one file uses offsets or instants, not
+// both. cost is a whole number of at least 1, 1 when absent. Rows may be
+// out of order by up to Reorder. Blank lines and lines starting with # are
+// skipped, and a first row whose time is not a time (a header such as
+// "time,cost") is skipped too.
+type csvRows struct {
+	cr   *csv.Reader
+	name string
+	n    int
+}
+
+func newCSVRows(r io.Reader, name string) *csvRows {
 	cr := csv.NewReader(r)
 	cr.Comment = '#'
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	cr.ReuseRecord = true
-	var (
-		out    []Arrival
-		stamps []time.Time // RFC 3339 rows, resolved once the earliest is known
-		mode   int         // 0 unknown, 1 offsets, 2 instants
-	)
-	for row := 0; ; row++ {
-		rec, err := cr.Read()
+	return &csvRows{cr: cr, name: name}
+}
+
+func (c *csvRows) row() (row, error) {
+	for {
+		rec, err := c.cr.Read()
 		if err == io.EOF {
-			break
+			return row{}, io.EOF
 		}
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				return nil, invalid("%s:%d: %v", name, pe.Line, pe.Err)
+				return row{}, invalid("%s:%d: %v", c.name, pe.Line, pe.Err)
 			}
-			return nil, invalid("%s: %v", name, err)
+			return row{}, invalid("%s: %v", c.name, err)
 		}
-		line, _ := cr.FieldPos(0)
+		c.n++
+		line, _ := c.cr.FieldPos(0)
 		if len(rec) > 2 {
-			return nil, invalid("%s:%d: %d fields, want time[,cost]", name, line, len(rec))
+			return row{}, invalid("%s:%d: %d fields, want time[,cost]", c.name, line, len(rec))
 		}
 		field := strings.TrimSpace(rec[0])
-		at, stamp, isStamp, terr := parseTime(field)
+		r, terr := parseTime(field)
 		if terr != nil {
-			if row == 0 && !strings.ContainsAny(field, "0123456789") {
+			if c.n == 1 && !strings.ContainsAny(field, "0123456789") {
 				continue // a header
 			}
-			return nil, invalid("%s:%d: %v", name, line, terr)
+			return row{}, invalid("%s:%d: %v", c.name, line, terr)
 		}
-		m := 1
-		if isStamp {
-			m = 2
-		}
-		if mode != 0 && m != mode {
-			return nil, invalid("%s:%d: mixes RFC 3339 instants and offsets; use one or the other", name, line)
-		}
-		mode = m
-		cost := int64(1)
+		r.line, r.cost = line, 1
 		if len(rec) == 2 {
-			c, err := strconv.ParseInt(strings.TrimSpace(rec[1]), 10, 64)
-			if err != nil || c < 1 {
-				return nil, invalid("%s:%d: cost %q is not a whole number of at least 1", name, line, rec[1])
+			if r.cost, err = parseCost(rec[1]); err != nil {
+				return row{}, invalid("%s:%d: %v", c.name, line, err)
 			}
-			cost = c
 		}
-		if len(out) >= MaxArrivals {
-			return nil, invalid("%s:%d: more than %d rows, the simulator's limit", name, line, MaxArrivals)
-		}
-		if isStamp {
-			stamps = append(stamps, stamp)
-		}
-		out = append(out, Arrival{At: at, Cost: cost})
+		return r, nil
 	}
-	if mode == 2 {
-		first := stamps[0]
-		for _, s := range stamps {
-			if s.Before(first) {
-				first = s
-			}
-		}
-		for i, s := range stamps {
-			d := s.Sub(first)
-			if d == time.Duration(1<<63-1) {
-				return nil, invalid("%s: instants span more than time.Duration can hold", name)
-			}
-			out[i].At = d
-		}
+}
+
+func parseCost(s string) (int64, error) {
+	c, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || c < 1 {
+		return 0, fmt.Errorf("cost %q is not a whole number of at least 1", s)
 	}
-	return out, nil
+	return c, nil
 }
 
 // parseTime reads an offset (seconds or a Go duration) or an RFC 3339
 // instant.
-func parseTime(s string) (at time.Duration, stamp time.Time, isStamp bool, err error) {
+func parseTime(s string) (row, error) {
 	if d, ok := seconds(s); ok {
-		return d, time.Time{}, false, nil
+		return row{at: int64(d)}, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
-			return 0, time.Time{}, false, fmt.Errorf("time %q is before the start", s)
+			return row{}, fmt.Errorf("time %q is before the start", s)
 		}
-		return d, time.Time{}, false, nil
+		return row{at: int64(d)}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return 0, t, true, nil
+		if t.Year() < 1678 || t.Year() > 2261 {
+			return row{}, fmt.Errorf("instant %q is outside the years 1678 to 2261", s)
+		}
+		return row{at: t.UnixNano(), instant: true}, nil
 	}
-	return 0, time.Time{}, false, fmt.Errorf("time %q is neither seconds (12.5), a duration (12.5s) nor an RFC 3339 instant", s)
+	return row{}, fmt.Errorf("time %q is neither seconds (12.5), a duration (12.5s) nor an RFC 3339 instant", s)
 }
 
 // seconds reads a non-negative decimal number of seconds exactly, to the
@@ -149,4 +122,13 @@ func seconds(s string) (time.Duration, bool) {
 		}
 	}
 	return time.Duration(w)*time.Second + time.Duration(f), true
+}
+
+// ReadCSV reads a csv replay into memory, in order of instant (see
+// Plan for the format), measured from its earliest instant when it holds
+// instants; name is used in errors, which give the line.
+func ReadCSV(r io.Reader, name string) ([]Arrival, error) {
+	open := func(string) (io.ReadCloser, error) { return io.NopCloser(r), nil }
+	a, _, err := Generate([]Pattern{{Kind: CSV, Path: name}}, 0, 0, open)
+	return a, err
 }

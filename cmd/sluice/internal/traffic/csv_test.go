@@ -16,11 +16,11 @@ func TestReadCSV(t *testing.T) {
 		name, in string
 		want     []traffic.Arrival
 	}{
-		{"seconds", "0\n0.5,3\n12.000000001\n", []traffic.Arrival{{0, 1}, {500 * time.Millisecond, 3}, {12*time.Second + 1, 1}}},
-		{"durations", "1.5s\n 2m , 4\n", []traffic.Arrival{{1500 * time.Millisecond, 1}, {2 * time.Minute, 4}}},
-		{"header and comments", "time,cost\n# recorded on the 1st\n\n.25,2\n", []traffic.Arrival{{250 * time.Millisecond, 2}}},
+		{"seconds", "0\n0.5,3\n12.000000001\n", []traffic.Arrival{{At: 0, Cost: 1}, {At: 500 * time.Millisecond, Cost: 3}, {At: 12*time.Second + 1, Cost: 1}}},
+		{"durations", "1.5s\n 2m , 4\n", []traffic.Arrival{{At: 1500 * time.Millisecond, Cost: 1}, {At: 2 * time.Minute, Cost: 4}}},
+		{"header and comments", "time,cost\n# recorded on the 1st\n\n.25,2\n", []traffic.Arrival{{At: 250 * time.Millisecond, Cost: 2}}},
 		{"instants", "2025-03-01T12:00:01Z,2\n2025-03-01T12:00:00.5Z\n2025-03-01T13:00:00+01:00\n",
-			[]traffic.Arrival{{500 * time.Millisecond, 2}, {0, 1}, {-500 * time.Millisecond, 1}}},
+			[]traffic.Arrival{{At: 500 * time.Millisecond, Cost: 2}, {At: 0, Cost: 1}, {At: -500 * time.Millisecond, Cost: 1}}},
 	} {
 		got, err := traffic.ReadCSV(strings.NewReader(tc.in), "t.csv")
 		if err != nil {
@@ -28,8 +28,8 @@ func TestReadCSV(t *testing.T) {
 			continue
 		}
 		if tc.name == "instants" {
-			// Measured from the earliest, which is the third row (12:00:00Z).
-			tc.want = []traffic.Arrival{{time.Second, 2}, {500 * time.Millisecond, 1}, {0, 1}}
+			// In order of instant, from the earliest, the third row (12:00:00Z).
+			tc.want = []traffic.Arrival{{At: 0, Cost: 1}, {At: 500 * time.Millisecond, Cost: 1}, {At: time.Second, Cost: 2}}
 		}
 		if !equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
@@ -46,7 +46,8 @@ func TestReadCSVErrors(t *testing.T) {
 		{"-1s\n", "before the start"},
 		{"1\n2025-03-01T12:00:00Z\n", "t.csv:2: mixes RFC 3339 instants and offsets"},
 		{"1\n\"2\n", "t.csv:2:"},
-		{"0001-01-01T00:00:00Z\n9999-01-01T00:00:00Z\n", "span more than"},
+		{"0001-01-01T00:00:00Z\n", "outside the years"},
+		{"10\n1m30s\n2m40s\n20\n", "t.csv:4: 20s is more than 1m before line 2's 1m30s"},
 		{"1.0000000001\n", "neither seconds"},
 	} {
 		_, err := traffic.ReadCSV(strings.NewReader(tc.in), "t.csv")
@@ -67,23 +68,24 @@ func TestReplayTakesItsDuration(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := mustParse(t, "csv:"+path, "spike:1@61.5s")
-	a, d, err := traffic.Generate(ps, 0, 1, traffic.ReadFile)
+	a, d, err := traffic.Generate(ps, 0, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d != 62*time.Second {
 		t.Errorf("duration from the file = %v, want 62s (the latest row, rounded up)", d)
 	}
-	want := []traffic.Arrival{{500 * time.Millisecond, 2}, {2500 * time.Millisecond, 1}, {61200 * time.Millisecond, 1}, {61500 * time.Millisecond, 1}}
+	want := []traffic.Arrival{{At: 500 * time.Millisecond, Cost: 2}, {At: 2500 * time.Millisecond, Cost: 1}, {At: 61200 * time.Millisecond, Cost: 1}, {At: 61500 * time.Millisecond, Cost: 1}}
 	if !equal(a, want) {
 		t.Errorf("replay = %v, want %v", a, want)
 	}
 	// A shorter duration cuts the replay.
-	a, _, err = traffic.Generate(ps, 3*time.Second, 1, traffic.ReadFile)
+	a, _, err = traffic.Generate(ps, 3*time.Second, 1, nil)
 	if err != nil || len(a) != 2 {
 		t.Errorf("replay cut at 3s = %v, %v; want the first two rows", a, err)
 	}
-	if _, err := traffic.ReadFile(filepath.Join(t.TempDir(), "missing.csv")); !errors.Is(err, traffic.ErrInvalid) {
+	missing := mustParse(t, "csv:"+filepath.Join(t.TempDir(), "missing.csv"))
+	if _, _, err := traffic.Generate(missing, 0, 1, nil); !errors.Is(err, traffic.ErrInvalid) {
 		t.Errorf("a missing file: %v", err)
 	}
 }

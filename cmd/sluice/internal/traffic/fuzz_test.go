@@ -2,6 +2,7 @@ package traffic_test
 
 import (
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -33,12 +34,12 @@ func FuzzParse(f *testing.F) {
 		if p.Kind == traffic.CSV {
 			return
 		}
-		a, _, err := traffic.Generate([]traffic.Pattern{p}, 10*time.Millisecond, 1, noFiles)
+		a, _, err := traffic.Generate([]traffic.Pattern{p}, time.Millisecond, 1, noFiles)
 		if err != nil && !errors.Is(err, traffic.ErrInvalid) {
 			t.Fatalf("Generate(%q) = %v", s, err)
 		}
 		for i := range a {
-			if a[i].At < 0 || a[i].At >= 10*time.Millisecond || a[i].Cost < 1 || (i > 0 && a[i].At < a[i-1].At) {
+			if a[i].At < 0 || a[i].At >= time.Millisecond || a[i].Cost < 1 || (i > 0 && a[i].At < a[i-1].At) {
 				t.Fatalf("Generate(%q): bad arrival %d: %+v", s, i, a[i])
 			}
 		}
@@ -62,6 +63,41 @@ func FuzzReadCSV(f *testing.F) {
 		for _, x := range a {
 			if x.At < 0 || x.Cost < 1 {
 				t.Fatalf("ReadCSV(%q): bad arrival %+v", s, x)
+			}
+		}
+	})
+}
+
+// FuzzReplay: any log or JSON-lines file, under any spec, is read or
+// refused with ErrInvalid, never a panic or a hang; what is read is in
+// order with costs of at least 1.
+func FuzzReplay(f *testing.F) {
+	f.Add("log:x", accessLog)
+	f.Add("jsonl:x,time=ts,key=k,cost=c", `{"ts":"2025-03-01T12:00:00Z","k":"a","c":3}`+"\n"+`{"ts":1.5e9,"k":2,"c":1}`)
+	f.Add("log:x,key=user", "h - u [01/Mar/2025:12:00:00 +0000] \"\" 1 1\n")
+	f.Add("jsonl:a,b,time=t", "{}")
+	f.Fuzz(func(t *testing.T, spec, in string) {
+		p, err := traffic.Parse(spec)
+		if err != nil || !(p.Kind == traffic.Log || p.Kind == traffic.JSONL) {
+			return
+		}
+		fl, err := traffic.Plan{Patterns: []traffic.Pattern{p}, Files: func(string) (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader(in)), nil
+		}}.Open()
+		if err != nil {
+			if !errors.Is(err, traffic.ErrInvalid) {
+				t.Fatalf("%q: %v, not ErrInvalid", spec, err)
+			}
+			return
+		}
+		defer fl.Close()
+		a, err := traffic.Collect(fl)
+		if err != nil && !errors.Is(err, traffic.ErrInvalid) {
+			t.Fatalf("%q: %v, not ErrInvalid", spec, err)
+		}
+		for i := range a {
+			if a[i].Cost < 1 || a[i].At < 0 || (i > 0 && a[i].At < a[i-1].At) {
+				t.Fatalf("bad arrival %d: %+v", i, a[i])
 			}
 		}
 	})

@@ -4,31 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
-	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
+	"github.com/sluicehq/sluice/cmd/sluice/internal/human"
 )
 
 // ErrInvalid is matched, with errors.Is, by every error Parse, ReadCSV and
 // Generate return for traffic they cannot honour.
 var ErrInvalid = errors.New("invalid traffic")
-
-// MaxArrivals bounds one run, so that a typo such as steady:1/ns over an
-// hour is an error rather than a machine out of memory: 16 bytes each, 20
-// million is 320 MB.
-const MaxArrivals = 20_000_000
-
-// Arrival is one request: its instant after the start of the run and its
-// cost in units.
-type Arrival struct {
-	At   time.Duration
-	Cost int64
-}
 
 // Kind names a pattern.
 type Kind string
@@ -40,7 +26,18 @@ const (
 	OnOff   Kind = "onoff"
 	Spike   Kind = "spike"
 	CSV     Kind = "csv"
+	Log     Kind = "log"   // Common or Combined Log Format
+	JSONL   Kind = "jsonl" // one JSON object per line
 )
+
+// file reports whether the kind replays a file.
+func (k Kind) file() bool { return k == CSV || k == Log || k == JSONL }
+
+// Fields names what a file's rows hold: jsonl's field names, and a log's
+// key ("host", the default, or "user"; "" for none).
+type Fields struct {
+	Time, Key, Cost string
+}
 
 // Pattern is one parsed traffic description.
 type Pattern struct {
@@ -48,7 +45,8 @@ type Pattern struct {
 	Rate        algorithms.Rate // steady, poisson, onoff
 	On, Off     time.Duration   // onoff
 	Spikes      []SpikeAt       // spike
-	Path        string          // csv
+	Path        string          // csv, log, jsonl
+	Fields      Fields          // log, jsonl
 	CostMin     int64           // generated kinds: costs are drawn from
 	CostMax     int64           // [CostMin, CostMax]; both 1 by default
 	From, Until time.Duration   // generated kinds; Until 0 is the end of the run
@@ -80,17 +78,13 @@ func parse(s string) (Pattern, error) {
 		return Pattern{}, errors.New("want KIND:ARGS, such as poisson:100/s or spike:200@59s")
 	}
 	p := Pattern{Kind: Kind(strings.ToLower(strings.TrimSpace(head))), CostMin: 1, CostMax: 1}
-	if p.Kind == CSV {
-		// The path is everything after the colon: it may hold commas.
-		if p.Path = strings.TrimSpace(rest); p.Path == "" {
-			return Pattern{}, errors.New("csv needs a file: csv:PATH")
-		}
-		return p, nil
+	if p.Kind.file() {
+		return p, p.fileArgs(strings.TrimSpace(rest))
 	}
 	switch p.Kind {
 	case Steady, Poisson, OnOff, Spike:
 	default:
-		return Pattern{}, fmt.Errorf("unknown kind %q: want one of steady, poisson, onoff, spike, csv", head)
+		return Pattern{}, fmt.Errorf("unknown kind %q: want one of steady, poisson, onoff, spike, csv, log, jsonl", head)
 	}
 	seen := map[string]bool{}
 	for _, arg := range strings.Split(rest, ",") {
@@ -224,8 +218,8 @@ func costs(s string) (lo, hi int64, err error) {
 
 // String formats the pattern so that Parse reads it back.
 func (p Pattern) String() string {
-	if p.Kind == CSV {
-		return "csv:" + p.Path
+	if p.Kind.file() {
+		return p.fileString()
 	}
 	var b strings.Builder
 	b.WriteString(string(p.Kind) + ":")
@@ -234,13 +228,13 @@ func (p Pattern) String() string {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, "%d@%v", s.N, s.At)
+			fmt.Fprintf(&b, "%d@%s", s.N, human.Exact(s.At))
 		}
 	} else {
 		b.WriteString(p.Rate.String())
 	}
 	if p.Kind == OnOff {
-		fmt.Fprintf(&b, ",on=%v,off=%v", p.On, p.Off)
+		fmt.Fprintf(&b, ",on=%s,off=%s", human.Exact(p.On), human.Exact(p.Off))
 	}
 	switch {
 	case p.CostMin != p.CostMax:
@@ -249,157 +243,10 @@ func (p Pattern) String() string {
 		fmt.Fprintf(&b, ",cost=%d", p.CostMin)
 	}
 	if p.From != 0 {
-		fmt.Fprintf(&b, ",from=%v", p.From)
+		fmt.Fprintf(&b, ",from=%s", human.Exact(p.From))
 	}
 	if p.Until != 0 {
-		fmt.Fprintf(&b, ",until=%v", p.Until)
+		fmt.Fprintf(&b, ",until=%s", human.Exact(p.Until))
 	}
 	return b.String()
-}
-
-// Generate returns the merged arrivals of the patterns in [0, duration),
-// sorted by instant (ties in pattern order), reading csv files through read.
-// A duration of 0 means the span of the csv data: up to the latest recorded
-// arrival, rounded up to the next whole second; it is an error without a
-// csv pattern. It returns the duration used.
-//
-// Pattern i draws from its own generator seeded with (seed, i), so adding a
-// pattern does not change the arrivals of the others.
-func Generate(ps []Pattern, duration time.Duration, seed uint64, read func(path string) ([]Arrival, error)) ([]Arrival, time.Duration, error) {
-	if len(ps) == 0 {
-		return nil, 0, invalid("no traffic: give at least one pattern")
-	}
-	if duration < 0 {
-		return nil, 0, invalid("duration %v is negative", duration)
-	}
-	replays := make([][]Arrival, len(ps))
-	var latest time.Duration = -1
-	for i, p := range ps {
-		if p.Kind != CSV {
-			continue
-		}
-		a, err := read(p.Path)
-		if err != nil {
-			return nil, 0, err
-		}
-		replays[i] = a
-		for _, x := range a {
-			latest = max(latest, x.At)
-		}
-	}
-	if duration == 0 {
-		if latest < 0 {
-			return nil, 0, invalid("a duration is needed: no csv data to take it from")
-		}
-		duration = (latest/time.Second + 1) * time.Second
-	}
-	var all []Arrival
-	for i, p := range ps {
-		var err error
-		if p.Kind == CSV {
-			for _, x := range replays[i] {
-				if x.At < duration {
-					all = append(all, x)
-				}
-			}
-		} else {
-			rng := rand.New(rand.NewPCG(seed, uint64(i)))
-			all, err = p.generate(all, duration, rng)
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		if len(all) > MaxArrivals {
-			return nil, 0, tooMany(int64(len(all)), duration)
-		}
-	}
-	slices.SortStableFunc(all, func(a, b Arrival) int {
-		switch {
-		case a.At < b.At:
-			return -1
-		case a.At > b.At:
-			return 1
-		}
-		return 0
-	})
-	return all, duration, nil
-}
-
-func tooMany(n int64, d time.Duration) error {
-	return invalid("%d arrivals or more in %v exceed the simulator's limit of %d: lower the rate or the duration", n, d, MaxArrivals)
-}
-
-// generate appends the pattern's arrivals in [0, duration) to out.
-func (p Pattern) generate(out []Arrival, duration time.Duration, rng *rand.Rand) ([]Arrival, error) {
-	from, until := p.From, duration
-	if p.Until != 0 {
-		until = min(p.Until, duration)
-	}
-	cost := func() int64 {
-		if p.CostMin == p.CostMax {
-			return p.CostMin
-		}
-		return p.CostMin + rng.Int64N(p.CostMax-p.CostMin+1)
-	}
-	room := int64(MaxArrivals - len(out))
-	switch p.Kind {
-	case Spike:
-		for _, s := range p.Spikes {
-			if s.At >= duration {
-				continue
-			}
-			if s.N > room {
-				return nil, tooMany(int64(len(out))+s.N, duration)
-			}
-			for range s.N {
-				out = append(out, Arrival{At: s.At, Cost: cost()})
-			}
-			room -= s.N
-		}
-	case Steady:
-		return p.steady(out, from, until, room, cost, duration)
-	case OnOff:
-		for start := from; start < until; start += p.On + p.Off {
-			var err error
-			if out, err = p.steady(out, start, min(start+p.On, until), room, cost, duration); err != nil {
-				return nil, err
-			}
-			room = int64(MaxArrivals - len(out))
-			if p.On+p.Off > until-start { // the next start would overflow or end the run
-				break
-			}
-		}
-	case Poisson:
-		if until > from && muldiv.Ceil(int64(until-from), p.Rate.Count, int64(p.Rate.Per)) > room {
-			// Expected to overflow: say so before drawing millions.
-			return nil, tooMany(int64(len(out))+muldiv.Ceil(int64(until-from), p.Rate.Count, int64(p.Rate.Per)), duration)
-		}
-		mean := float64(p.Rate.Per) / float64(p.Rate.Count) // ns between arrivals
-		for t := float64(from) + rng.ExpFloat64()*mean; t < float64(until); t += rng.ExpFloat64() * mean {
-			if room == 0 {
-				return nil, tooMany(int64(len(out))+1, duration)
-			}
-			out = append(out, Arrival{At: time.Duration(t), Cost: cost()})
-			room--
-		}
-	}
-	return out, nil
-}
-
-// steady appends arrivals at from + n·Per/Count (exact, rounded down to the
-// nanosecond) for every n that lands before until.
-func (p Pattern) steady(out []Arrival, from, until time.Duration, room int64, cost func() int64, duration time.Duration) ([]Arrival, error) {
-	span := int64(until - from)
-	if span <= 0 {
-		return out, nil
-	}
-	// The arrivals in [0, span) are n = 0 .. ⌈span·Count/Per⌉-1.
-	n := muldiv.Ceil(span, p.Rate.Count, int64(p.Rate.Per))
-	if n > room {
-		return nil, tooMany(int64(len(out))+n, duration)
-	}
-	for i := range n {
-		out = append(out, Arrival{At: from + time.Duration(muldiv.Floor(i, int64(p.Rate.Per), p.Rate.Count)), Cost: cost()})
-	}
-	return out, nil
 }

@@ -2,6 +2,7 @@ package traffic_test
 
 import (
 	"errors"
+	"io"
 	"math"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func mustParse(t *testing.T, specs ...string) []traffic.Pattern {
 	return ps
 }
 
-func noFiles(path string) ([]traffic.Arrival, error) {
+func noFiles(path string) (io.ReadCloser, error) {
 	return nil, errors.New("no file " + path)
 }
 
@@ -63,7 +64,7 @@ func TestParseRoundTrip(t *testing.T) {
 	for _, tc := range []struct{ in, canon string }{
 		{"steady:1000/s", "steady:1000/s"},
 		{" Poisson : 90/1m , cost=2 ", "poisson:90/m,cost=2"},
-		{"onoff:200/s,on=5s,off=10s,from=1m,until=10m", "onoff:200/s,on=5s,off=10s,from=1m0s,until=10m0s"},
+		{"onoff:200/s,on=5s,off=10s,from=1m,until=10m", "onoff:200/s,on=5s,off=10s,from=1m,until=10m"},
 		{"spike:100@59.5s,100@1m0.5s,cost=1-5", "spike:100@59.5s,100@1m0.5s,cost=1-5"},
 		{"csv:some/dir/file,with,commas.csv", "csv:some/dir/file,with,commas.csv"},
 	} {
@@ -222,16 +223,16 @@ func TestGenerateErrors(t *testing.T) {
 		t.Errorf("no patterns: %v", err)
 	}
 	ps := mustParse(t, "steady:1/ns")
-	if _, _, err := traffic.Generate(ps, time.Hour, 1, noFiles); !errors.Is(err, traffic.ErrInvalid) || !strings.Contains(err.Error(), "limit of 20000000") {
+	if _, _, err := traffic.Generate(ps, time.Hour, 1, noFiles); !errors.Is(err, traffic.ErrInvalid) || !strings.Contains(err.Error(), "limit of 1000000000") {
 		t.Errorf("steady:1/ns over an hour: %v, want the arrival limit", err)
 	}
-	for _, s := range []string{"poisson:1/ns", "onoff:1/ns,on=1h,off=1s", "spike:20000001@1s"} {
+	for _, s := range []string{"poisson:1/ns", "onoff:1/ns,on=1h,off=1s", "spike:1000000001@1s"} {
 		if _, _, err := traffic.Generate(mustParse(t, s), time.Hour, 1, noFiles); !errors.Is(err, traffic.ErrInvalid) {
 			t.Errorf("%s over an hour: %v, want the arrival limit", s, err)
 		}
 	}
-	if _, _, err := traffic.Generate(mustParse(t, "steady:1/s"), 0, 1, noFiles); err == nil || !strings.Contains(err.Error(), "a duration is needed") {
-		t.Errorf("no duration and no csv: %v", err)
+	if _, d, err := traffic.Generate(mustParse(t, "steady:1/s"), 0, 1, noFiles); err != nil || d != traffic.DefaultDuration {
+		t.Errorf("no duration and no csv: %v, %v; want the default", d, err)
 	}
 	if _, _, err := traffic.Generate(mustParse(t, "steady:1/s"), -1, 1, noFiles); !errors.Is(err, traffic.ErrInvalid) {
 		t.Errorf("negative duration: %v", err)

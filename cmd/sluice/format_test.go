@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var machineArgs = []string{"simulate", "-limit", "gcra:10/s,burst=5", "-limit", "gcra:1/h", "-traffic", "poisson:12/s,cost=1-2",
+	"-duration", "10s", "-upstream", "10/s", "-max-wait", "100ms"}
+
+// TestJSONSchema pins -format json: its keys, nested, in order, are
+// exactly those docs/simulator.md documents; a field renamed or removed
+// fails here, and the schema's version must change with it.
+func TestJSONSchema(t *testing.T) {
+	code, out, errs := sluice(append(machineArgs, "-format", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	golden(t, "simulate-json", out)
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"schema", "traffic", "traffic.patterns", "traffic.arrivals", "traffic.units", "traffic.duration_ns",
+		"traffic.origin", "traffic.seed", "traffic.keys", "traffic.dropped", "max_wait_ns", "upstream", "window_ns",
+		"limits", "limits.limit", "limits.offered", "limits.offered.requests", "limits.offered.units", "limits.admitted",
+		"limits.admitted.requests", "limits.admitted.units", "limits.refused", "limits.refused.requests", "limits.refused.units",
+		"limits.stranded", "limits.stranded.requests", "limits.stranded.units", "limits.too_large", "limits.waited",
+		"limits.p50_wait_ns", "limits.p99_wait_ns", "limits.max_wait_ns", "limits.max_in_window", "limits.max_in_window_at_ns",
+		"limits.exceeded", "limits.first_exceeded_ns", "limits.last_grant_ns", "notes"}
+	var got []string
+	keys("", doc, &got)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("JSON keys\n got %v\nwant %v", got, want)
+	}
+	if doc["schema"] != "sluice.simulate/v1" {
+		t.Errorf("schema %v", doc["schema"])
+	}
+	text, err := os.ReadFile(filepath.Join("..", "..", "docs", "simulator.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range want {
+		name := k[strings.LastIndexByte(k, '.')+1:]
+		if !strings.Contains(string(text), "`"+name+"`") {
+			t.Errorf("docs/simulator.md does not document %q", k)
+		}
+	}
+}
+
+func keys(prefix string, v any, out *[]string) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			name := prefix + k
+			if !slices.Contains(*out, name) {
+				*out = append(*out, name)
+			}
+			keys(name+".", x, out)
+		}
+	case []any:
+		for _, x := range v {
+			keys(prefix, x, out)
+		}
+	}
+}
+
+// TestCSVFormat: -format csv is a header and a row per limit, each row as
+// wide as the header, numbers as whole integers.
+func TestCSVFormat(t *testing.T) {
+	code, out, errs := sluice(append(machineArgs, "-format", "csv")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 3 || rows[0][0] != "limit" || rows[1][0] != "gcra:10/s,burst=5" {
+		t.Fatalf("csv %q, %v", out, err)
+	}
+	for _, r := range rows[1:] {
+		if len(r) != len(rows[0]) {
+			t.Errorf("row %v is not as wide as the header", r)
+		}
+	}
+}
+
+// TestSeriesFile: -series writes a row per bin, one column per limit, the
+// offered units summing to the traffic's.
+func TestSeriesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "series.csv")
+	if code, _, errs := sluice(append(machineArgs, "-series", path)...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rows[0], []string{"start_s", "offered_units", "gcra:10/s,burst=5", "gcra:1/h,burst=1"}) || len(rows) < 1000 || len(rows) > 2001 {
+		t.Errorf("header %v, %d rows; want a column per limit and 1,000-2,000 bins", rows[0], len(rows)-1)
+	}
+	if code, _, _ := sluice(append(machineArgs, "-format", "yaml")...); code != 2 {
+		t.Errorf("-format yaml: exit %d, want 2", code)
+	}
+}
