@@ -106,14 +106,16 @@ func (b *Breaker) queue(from, to State, now time.Duration) {
 // Until empty must not mean for ever, in two cases:
 //
 //   - A storm: other calls make transitions faster than the hook takes them
-//     (the storm test: one a microsecond, a 200µs hook). Before its fourth
+//     (the storm test: one a microsecond, a 200µs hook). Before its third
 //     hook call the owner offers the queue to other calls, for as long as
 //     its last hook call took (handOff): in a storm a call comes well within
 //     that, takes the delivery over, and this one returns. If none comes,
 //     the storm is over or never was, and the owner delivers the rest
-//     itself, so the end of a storm leaves nothing pending. The last caller
-//     of a storm thus spends at most 3 hook calls, the wait and the 4 left
-//     in the queue: the storm test's bound of two deliveries of four.
+//     itself, so the end of a storm leaves nothing pending. A Do that is
+//     the last caller of a storm thus spends 2 hook calls, the wait and the
+//     4 left in the queue, then one more for a transition made meanwhile
+//     (its own outcome's, or a Snapshot's): 8 hook calls' time, the storm
+//     test's bound of two deliveries of four.
 //   - A hook that makes transitions itself (a Reset in the hook for every
 //     open, a ForceOpen for every close): nobody can take an offer made to
 //     it, since only the owner runs the hook. After an offer nobody took,
@@ -121,7 +123,7 @@ func (b *Breaker) queue(from, to State, now time.Duration) {
 //     queued and four more, then stops: the rest waits for the next call,
 //     as every transition made in the hook did before issue 25.
 //
-// So one delivery makes at most 3 + 2·maxPending hook calls and waits once,
+// So one delivery makes at most 2 + 2·maxPending hook calls and waits once,
 // for at most one hook call's time, whatever the hook and the traffic do.
 func (b *Breaker) deliver() {
 	q := b.hook
@@ -133,7 +135,7 @@ func (b *Breaker) deliver() {
 			b.mu.Unlock()
 		}
 	}()
-	const beforeOffer = maxPending - 1
+	const beforeOffer = 2  // hook calls before the offer
 	var took time.Duration // how long the last hook call took
 	b.mu.Lock()
 	for made := 0; q.n > 0 && made < beforeOffer+2*maxPending; made++ {
@@ -161,7 +163,7 @@ func (b *Breaker) deliver() {
 // owner, and this goroutine must deliver no more. It requires b.mu held and
 // the calling goroutine owning the delivery; it returns with b.mu released
 // if the offer was taken and held if not. It makes a timer and a channel:
-// deliver calls it only before the fourth hook call of one delivery.
+// deliver calls it only before the third hook call of one delivery.
 func (b *Breaker) handOff(wait time.Duration) (taken bool) {
 	q := b.hook
 	offer := make(chan struct{})
