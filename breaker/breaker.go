@@ -107,7 +107,9 @@ const (
 // otherwise what fn returned. A panic in fn counts as a failure and goes on
 // up the stack unchanged; so does a panic in the classifier. A panic in the
 // hook before fn runs frees the call's slot and goes on up without running
-// fn. Do does not allocate.
+// fn. Do does not allocate, except in a delivery that reaches its third
+// hook call, which offers the queue with a timer and a channel (see
+// WithOnTransition).
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
