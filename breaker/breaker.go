@@ -107,7 +107,9 @@ const (
 // otherwise what fn returned. A panic in fn counts as a failure and goes on
 // up the stack unchanged; so does a panic in the classifier. A panic in the
 // hook before fn runs frees the call's slot and goes on up without running
-// fn. Do does not allocate.
+// fn. Do does not allocate, except in a delivery that reaches its third
+// hook call, which offers the queue with a timer and a channel (see
+// WithOnTransition).
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -124,9 +126,9 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 		// No hook runs from here: the panic going up must stay the caller's.
 		switch stage {
 		case stageHook:
-			b.record(gen, Ignored, false)
+			b.recordQuietly(gen, Ignored, false)
 		case stageCall: // fn, or the classifier, panicked or called runtime.Goexit
-			b.record(gen, Failure, false)
+			b.recordQuietly(gen, Failure, false)
 		}
 	}()
 	if deliver {
@@ -183,7 +185,7 @@ func (b *Breaker) deliverAdmitted(gen uint64) {
 	delivered := false
 	defer func() {
 		if !delivered {
-			b.record(gen, Ignored, false)
+			b.recordQuietly(gen, Ignored, false)
 		}
 	}()
 	b.deliver()
@@ -197,7 +199,7 @@ func (b *Breaker) finish(gen uint64, err error, start time.Duration) {
 	recorded := false
 	defer func() {
 		if !recorded {
-			b.record(gen, Failure, false)
+			b.recordQuietly(gen, Failure, false)
 		}
 	}()
 	slow := b.cfg.slow > 0 && b.elapsed()-start > b.cfg.slow
@@ -222,12 +224,13 @@ func (b *Breaker) State() State {
 }
 
 // acquire admits a call and returns the generation it belongs to, or
-// refuses it with an *OpenError; deliver reports that transitions wait for
-// the hook.
+// refuses it with an *OpenError; deliver reports that this goroutine now
+// delivers the transitions waiting for the hook (claim), which it must do
+// before running fn.
 func (b *Breaker) acquire() (gen uint64, deliver bool, err error) {
 	b.mu.Lock()
 	if b.state == Closed { // the common case: no clock read
-		gen, deliver = b.gen, b.ready()
+		gen, deliver = b.gen, b.claim()
 		b.mu.Unlock()
 		return gen, deliver, nil
 	}
@@ -240,12 +243,12 @@ func (b *Breaker) acquire() (gen uint64, deliver bool, err error) {
 		if b.inflight+b.successes == b.cfg.probes {
 			b.fullSince = now
 		}
-		gen, deliver = b.gen, b.ready()
+		gen, deliver = b.gen, b.claim()
 		b.mu.Unlock()
 		return gen, deliver, nil
 	}
 	refusal := OpenError{Name: b.cfg.name, State: b.state, Forced: b.forced, RetryAfter: b.retryAfter(now)}
-	deliver = b.ready()
+	deliver = b.claim()
 	b.mu.Unlock()
 	return 0, deliver, &refusal
 }
@@ -277,31 +280,47 @@ func (b *Breaker) retryAfter(now time.Duration) time.Duration {
 }
 
 // record counts the outcome of a call admitted in generation gen, unless the
-// breaker has changed state since, and reports whether transitions wait for
-// the hook. slow reports that the call took longer than the slow-call
+// breaker has changed state since, and reports whether this goroutine now
+// delivers the transitions waiting for the hook (claim): it must then call
+// deliver. slow reports that the call took longer than the slow-call
 // threshold (o is then a Failure unless Ignored).
 func (b *Breaker) record(gen uint64, o Outcome, slow bool) (deliver bool) {
 	b.mu.Lock()
-	if gen == b.gen {
-		switch b.state {
-		case Closed:
-			b.recordClosed(o, slow)
-		case HalfOpen:
-			b.inflight--
-			switch o {
-			case Success:
-				b.successes++
-				if b.successes >= b.cfg.probes {
-					b.setState(Closed, b.elapsed())
-				}
-			case Failure:
-				b.reopen(b.elapsed())
-			}
-		}
-	}
-	deliver = b.ready()
+	b.count(gen, o, slow)
+	deliver = b.claim()
 	b.mu.Unlock()
 	return deliver
+}
+
+// recordQuietly is record for a call on its way up with a panic: it claims
+// no delivery, so that no hook runs and the panic the caller recovers stays
+// the one that happened. What it queues waits for the next call.
+func (b *Breaker) recordQuietly(gen uint64, o Outcome, slow bool) {
+	b.mu.Lock()
+	b.count(gen, o, slow)
+	b.mu.Unlock()
+}
+
+// count is record's accounting. It requires b.mu held.
+func (b *Breaker) count(gen uint64, o Outcome, slow bool) {
+	if gen != b.gen {
+		return
+	}
+	switch b.state {
+	case Closed:
+		b.recordClosed(o, slow)
+	case HalfOpen:
+		b.inflight--
+		switch o {
+		case Success:
+			b.successes++
+			if b.successes >= b.cfg.probes {
+				b.setState(Closed, b.elapsed())
+			}
+		case Failure:
+			b.reopen(b.elapsed())
+		}
+	}
 }
 
 // recordClosed counts an outcome while Closed and opens the breaker if the

@@ -39,8 +39,10 @@
 // Reset take over during an incident, WithName names the breaker in its
 // errors and its hook, and WithOpenTimeoutGrowth lengthens the open spells
 // while the downstream stays down. The hook (WithOnTransition) runs without
-// any lock and its delivery is bounded: a storm of transitions keeps the
-// latest four and counts the others.
+// any lock; a transition made while it runs is delivered as soon as it
+// returns, with no further call needed, and its delivery is bounded: a storm
+// of transitions keeps the latest four and counts the others, and passes from
+// caller to caller rather than holding one.
 //
 // The breaker reads package time, so tests can drive it with
 // testing/synctest. See docs/resilience.md for the semantics in full, and

@@ -20,8 +20,12 @@ type pendingTransition struct {
 type hookQueue struct {
 	ring       [maxPending]pendingTransition
 	head, n    int8
-	delivering bool  // a goroutine is running deliver
+	delivering bool  // a goroutine owns the delivery (see claim)
 	dropped    int64 // dropped since New, for Snapshot
+	// offer is non-nil while the delivering goroutine, between two hook
+	// calls, offers the rest of the queue to another call; the call that
+	// takes it closes it.
+	offer chan struct{}
 }
 
 // push queues t, dropping the oldest transition if the queue is full; the
@@ -50,16 +54,33 @@ func (q *hookQueue) pop() pendingTransition {
 	return t
 }
 
-// ready reports whether a call should deliver: transitions are queued and
-// nobody is delivering them. It requires b.mu held.
-func (b *Breaker) ready() bool {
-	return b.hook != nil && b.hook.n > 0 && !b.hook.delivering
+// claim makes the calling goroutine the one that delivers, and reports
+// whether it did: transitions are queued and either nobody is delivering
+// them or the goroutine delivering them is offering them (handOff). A
+// goroutine whose claim succeeds must call deliver before it runs any user
+// code. It requires b.mu held.
+func (b *Breaker) claim() bool {
+	q := b.hook
+	switch {
+	case q == nil || q.n == 0:
+		return false
+	case !q.delivering:
+		q.delivering = true
+		return true
+	case q.offer != nil:
+		// The deliverer waits between two hook calls, so this call runs in
+		// no hook: taking over cannot make the hook run within itself.
+		close(q.offer)
+		q.offer = nil
+		return true
+	}
+	return false
 }
 
 // unlock releases b.mu and then delivers the transitions waiting for the
 // hook, unless another goroutine is delivering them. It requires b.mu held.
 func (b *Breaker) unlock() {
-	deliver := b.ready()
+	deliver := b.claim()
 	b.mu.Unlock()
 	if deliver {
 		b.deliver()
@@ -74,22 +95,38 @@ func (b *Breaker) queue(from, to State, now time.Duration) {
 	}
 }
 
-// deliver calls the hook for the transitions queued when it starts, oldest
-// first, with b.mu released around each call, unless another goroutine is
-// delivering already. The flag under b.mu makes deliveries never overlap or
-// reorder. Stopping at what was queued at the start bounds the work of one
-// call whatever the rate of transitions; what is queued meanwhile waits for
-// the next call, which finds the flag down again.
+// deliver calls the hook for the queued transitions, oldest first, with
+// b.mu released around each call, until the queue is empty: a transition
+// made while the hook runs, by this goroutine (from within the hook) or by
+// another one (which found the delivery owned), is delivered as soon as the
+// hook returns, with no further call needed. It requires a successful claim
+// by the calling goroutine; only the owner pops, so deliveries never overlap
+// or reorder.
+//
+// Until empty must not mean for ever, in two cases:
+//
+//   - A storm: other calls make transitions faster than the hook takes them
+//     (the storm test: one a microsecond, a 200µs hook). Before its third
+//     hook call the owner offers the queue to other calls, for as long as
+//     its last hook call took (handOff): in a storm a call comes well within
+//     that, takes the delivery over, and this one returns. If none comes,
+//     the storm is over or never was, and the owner delivers the rest
+//     itself, so the end of a storm leaves nothing pending. A Do that is
+//     the last caller of a storm thus spends 2 hook calls, the wait and the
+//     4 left in the queue, then one more for a transition made meanwhile
+//     (its own outcome's, or a Snapshot's): 8 hook calls' time, the storm
+//     test's bound of two deliveries of four.
+//   - A hook that makes transitions itself (a Reset in the hook for every
+//     open, a ForceOpen for every close): nobody can take an offer made to
+//     it, since only the owner runs the hook. After an offer nobody took,
+//     the owner makes at most 2·maxPending hook calls, enough for the four
+//     queued and four more, then stops: the rest waits for the next call,
+//     as every transition made in the hook did before issue 25.
+//
+// So one delivery makes at most 2 + 2·maxPending hook calls and waits once,
+// for at most one hook call's time, whatever the hook and the traffic do.
 func (b *Breaker) deliver() {
-	b.mu.Lock()
-	if !b.ready() {
-		b.mu.Unlock()
-		return
-	}
 	q := b.hook
-	q.delivering = true
-	quota := q.n
-	b.mu.Unlock()
 	finished := false
 	defer func() {
 		if !finished { // the hook panicked: let the next call deliver the rest
@@ -98,23 +135,52 @@ func (b *Breaker) deliver() {
 			b.mu.Unlock()
 		}
 	}()
-	for range quota {
-		b.mu.Lock()
-		// Only this goroutine pops, and a push never lowers q.n, so q.n >= 1
-		// here; the check keeps that argument local.
-		if q.n == 0 {
-			b.mu.Unlock()
-			break
+	const beforeOffer = 2  // hook calls before the offer
+	var took time.Duration // how long the last hook call took
+	b.mu.Lock()
+	for made := 0; q.n > 0 && made < beforeOffer+2*maxPending; made++ {
+		if made == beforeOffer && b.handOff(took) {
+			finished = true
+			return
 		}
 		p := q.pop()
 		b.mu.Unlock()
+		start := time.Now()
 		b.cfg.onTransition(Transition{
 			Name: b.cfg.name, From: State(p.from), To: State(p.to),
 			At: b.origin.Add(p.at), Dropped: p.dropped,
 		})
+		took = time.Since(start)
+		b.mu.Lock()
 	}
-	b.mu.Lock()
 	q.delivering = false
 	b.mu.Unlock()
 	finished = true
+}
+
+// handOff offers the queue to another call for up to wait, and reports
+// whether one took it over: the first call to claim meanwhile becomes the
+// owner, and this goroutine must deliver no more. It requires b.mu held and
+// the calling goroutine owning the delivery; it returns with b.mu released
+// if the offer was taken and held if not. It makes a timer and a channel:
+// deliver calls it only before the third hook call of one delivery.
+func (b *Breaker) handOff(wait time.Duration) (taken bool) {
+	q := b.hook
+	offer := make(chan struct{})
+	q.offer = offer
+	b.mu.Unlock()
+	t := time.NewTimer(wait)
+	select {
+	case <-offer:
+		t.Stop()
+		return true
+	case <-t.C:
+	}
+	b.mu.Lock()
+	if q.offer == nil { // taken as the timer fired
+		b.mu.Unlock()
+		return true
+	}
+	q.offer = nil
+	return false
 }

@@ -154,21 +154,29 @@ func WithSlowCallThreshold(d time.Duration) Option {
 // delivers transitions, so the hook never runs concurrently with itself and
 // deliveries are never reordered.
 //
+// A transition made while the hook runs, by any goroutine or by the hook
+// itself, is delivered as soon as the hook returns: the call that is running
+// the hook goes on until no transition is queued, so when the last call
+// returns nothing is left pending, even if no call ever comes again (a panic,
+// below, is the exception).
+//
 // Delivery is bounded. Transitions wait for the hook in a queue of four: when
 // a fifth comes before the hook took the first, the oldest is dropped and
 // counted in the Dropped field of the next one delivered, so that a storm of
 // transitions (a tiny open timeout, a slow hook) costs constant memory and
-// the hook sees the latest transitions. A call delivers at most what was
-// queued when it began to deliver (at most four hook calls, twice per Do:
-// before fn, for the transition that admitted it, and after); what is queued
-// meanwhile is delivered by the next call of any method, State included. So a
-// transition may be delivered by the goroutine of another call, shortly after
-// the call that caused it returned, and a transition caused from within the
-// hook is delivered after the hook returns.
+// the hook sees the latest transitions. Nor does a storm hold one caller:
+// before its third hook call, the delivering call offers the queue to the
+// other calls for as long as its last hook call took, and the first to come
+// takes the delivery over. If none comes, it delivers the rest itself. A
+// hook that makes a transition every time it runs is the one case where
+// something waits for the next call: after an offer nobody took, a call makes
+// at most eight more hook calls. So one call makes at most ten hook calls
+// and waits at most once, for one hook call's time, at each of its deliveries
+// (a Do delivers before fn, for the transition that admitted it, and after).
 //
 // A panic in the hook propagates to the call that was delivering; the call
 // itself is accounted for first (a probe that had not started frees its
-// slot). When fn panics, no hook runs on the way up, so that the panic the
+// slot), and what is still queued is delivered by the next call. When fn panics, no hook runs on the way up, so that the panic the
 // caller recovers is fn's; its transitions are delivered by the next call.
 // nil means no hook. Of WithOnTransition and WithOnStateChange, the last one
 // given wins.
