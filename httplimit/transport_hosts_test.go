@@ -77,10 +77,31 @@ func TestA429PausesOnlyItsHost(t *testing.T) {
 	})
 }
 
+// allIn holds the first n requests until all n have reached the server,
+// so that they are all sent before any refusal pauses their host: one
+// sent after the first 429 came back would wait out the pause before its
+// first try, which is right, but is not what this test is about.
+func allIn(n int, h http.Handler) http.Handler {
+	var mu sync.Mutex
+	in, all := 0, make(chan struct{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		first := in < n
+		if in++; in == n {
+			close(all)
+		}
+		mu.Unlock()
+		if first {
+			<-all
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func TestRetriesAfterASharedRetryAfterAreSpreadAboveIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &hostLog{t0: time.Now(), sent: map[string][]time.Duration{}}
-		tr := newTransportOn(t, pipeServer(t, busyHost(log, 10)))
+		tr := newTransportOn(t, pipeServer(t, allIn(10, busyHost(log, 10))))
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Go(func() { assert.Equal(t, 200, getVia(t, tr, "http://busy.test/")) })
