@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/retry"
 )
 
@@ -63,7 +64,7 @@ func getVia(t *testing.T, tr http.RoundTripper, url string) int {
 func TestA429PausesOnlyItsHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &hostLog{t0: time.Now(), sent: map[string][]time.Duration{}}
-		base := pipeServer(t, busyHost(log, 1))
+		base := testutil.PipeServer(t, busyHost(log, 1))
 		tr := newTransportOn(t, base)
 		var wg sync.WaitGroup
 		wg.Go(func() { assert.Equal(t, 200, getVia(t, tr, "http://busy.test/")) })
@@ -101,7 +102,7 @@ func allIn(n int, h http.Handler) http.Handler {
 func TestRetriesAfterASharedRetryAfterAreSpreadAboveIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &hostLog{t0: time.Now(), sent: map[string][]time.Duration{}}
-		tr := newTransportOn(t, pipeServer(t, allIn(10, busyHost(log, 10))))
+		tr := newTransportOn(t, testutil.PipeServer(t, allIn(10, busyHost(log, 10))))
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Go(func() { assert.Equal(t, 200, getVia(t, tr, "http://busy.test/")) })

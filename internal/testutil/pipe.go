@@ -1,4 +1,4 @@
-package httplimit_test
+package testutil
 
 import (
 	"context"
@@ -9,11 +9,12 @@ import (
 	"testing"
 )
 
-// pipeServer serves h on a real http.Server over in-memory connections
+// PipeServer serves h on a real http.Server over in-memory connections
 // (net.Pipe), which, unlike sockets, block durably: it runs inside a
 // synctest bubble, in virtual time. The client it returns dials it for
-// every host.
-func pipeServer(t *testing.T, h http.Handler) *http.Transport {
+// every host, and every connection comes from PipeClientAddr. The server
+// is closed, and its goroutine waited for, when t ends.
+func PipeServer(t testing.TB, h http.Handler) *http.Transport {
 	t.Helper()
 	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	srv := &http.Server{Handler: h}
@@ -27,6 +28,10 @@ func pipeServer(t *testing.T, h http.Handler) *http.Transport {
 	})
 	return tr
 }
+
+// PipeClientAddr is the remote address of every connection PipeServer's
+// server accepts: 203.0.113.7, a documentation address.
+var PipeClientAddr net.Addr = &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 4711}
 
 type pipeListener struct {
 	conns chan net.Conn
@@ -46,12 +51,10 @@ func (l *pipeListener) Accept() (net.Conn, error) {
 func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
 func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 80} }
 
-// fromClient is a connection from 203.0.113.7, a client address.
+// fromClient is the server's side of a pipe, from PipeClientAddr.
 type fromClient struct{ net.Conn }
 
-func (fromClient) RemoteAddr() net.Addr {
-	return &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 4711}
-}
+func (fromClient) RemoteAddr() net.Addr { return PipeClientAddr }
 
 func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	server, client := net.Pipe()
