@@ -1,10 +1,5 @@
 package actor
 
-import (
-	"math"
-	"time"
-)
-
 // expiryList holds, in the order they were queued, the waiters that the
 // owner must refuse when their WithMaxWait runs out because their grant was
 // not predicted exactly: an algorithm without algorithms.Cloner (a remote
@@ -26,17 +21,6 @@ type expiring struct {
 	lane *Lane // c's lane while queued: c itself is its caller's once answered
 	gen  uint32
 	at   int64
-}
-
-// expiresAt is the instant a waiter that arrived at arrival runs out of a
-// WithMaxWait of d, saturated: a bound of math.MaxInt64 (forever, as users
-// write it) must not wrap to an instant in the past and expire every
-// waiter on arrival.
-func expiresAt(arrival int64, d time.Duration) int64 {
-	if int64(d) > math.MaxInt64-arrival {
-		return math.MaxInt64
-	}
-	return arrival + int64(d)
 }
 
 // add lists c, which was just queued, to expire at at.

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/sat"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -252,7 +253,7 @@ func (r *runtime) startLanes(s *laneSet) {
 	if r.cfg.maxWait >= 0 {
 		r.expiry.clear()
 		for n := s.parent.flow.Head(); n != nil; n = n.Next() {
-			r.expiry.add(n.Value, expiresAt(n.Arrival, r.cfg.maxWait))
+			r.expiry.add(n.Value, sat.After(n.Arrival, r.cfg.maxWait))
 		}
 	}
 }

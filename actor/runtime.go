@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/sat"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -309,8 +310,10 @@ func (r *runtime) loop() {
 // handled before its request: the request is marked, and answered as
 // cancelled when its turn comes, without a decision.
 func (r *runtime) batch(cancels, arrivals *call, now int64) {
-	for c := arrivals; c != nil; c = c.next {
-		c.inBatch = true
+	if cancels != nil { // most batches have none: no pass over the arrivals then
+		for c := arrivals; c != nil; c = c.next {
+			c.inBatch = true
+		}
 	}
 	for c := cancels; c != nil; {
 		next := c.cancelNext
@@ -460,7 +463,7 @@ func (r *runtime) admit(c *call, now int64) {
 			if r.cfg.maxWait >= 0 {
 				// A lane's prediction is a lower bound: the owner
 				// enforces the bound (laneset.go).
-				r.expiry.add(c, expiresAt(at, r.cfg.maxWait))
+				r.expiry.add(c, sat.After(at, r.cfg.maxWait))
 			}
 			return
 		}
@@ -469,7 +472,7 @@ func (r *runtime) admit(c *call, now int64) {
 		} else if r.cfg.maxWait >= 0 {
 			// Nobody can tell when it will be granted: the owner expires
 			// it when its wait runs out (expiry.go).
-			r.expiry.add(c, expiresAt(at, r.cfg.maxWait))
+			r.expiry.add(c, sat.After(at, r.cfg.maxWait))
 		}
 		return
 	}

@@ -3,6 +3,8 @@ package keyed
 import (
 	"math"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/sat"
 )
 
 // The owner drops the keys back at full capacity by sweeping its table:
@@ -163,17 +165,7 @@ func (s *shard[K]) idleFrom(e *entry[K], now int64) int64 {
 	case e.fullAt == 0:
 		e.fullAt = now
 	}
-	return idleAfter(e.fullAt, s.l.cfg.idle)
-}
-
-// idleAfter is the instant a key full at full has been idle for d,
-// saturated: WithIdleTimeout(math.MaxInt64), "never drop", must not wrap
-// to an instant in the past and drop every key at once.
-func idleAfter(full int64, d time.Duration) int64 {
-	if int64(d) > math.MaxInt64-full {
-		return math.MaxInt64
-	}
-	return full + int64(d)
+	return sat.After(e.fullAt, s.l.cfg.idle)
 }
 
 // visitCell drops the cell key of sl if it is idle, else learns when it
@@ -200,7 +192,7 @@ func (s *shard[K]) visitCell(sl *slot, lk *look) {
 	idle := lk.now + int64(recheck) // in use this very moment, or a large table
 	if lk.exact {
 		reset := s.l.ns(cells.AllowAt(&sl.cell, s.l.t(lk.now), 0).ResetAt)
-		idle = max(idleAfter(reset, s.l.cfg.idle), lk.now+1)
+		idle = max(sat.After(reset, s.l.cfg.idle), lk.now+1)
 	}
 	s.sw.acc = min(s.sw.acc, idle)
 }
