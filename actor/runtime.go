@@ -338,11 +338,23 @@ func (r *runtime) batch(cancels, arrivals *call, now int64) {
 	for c := arrivals; c != nil; {
 		next := c.next
 		c.inBatch = false
-		if c.cancelled {
+		switch {
+		case c.cancelled:
 			c.cancelled = false
 			r.canceled.add(1)
 			r.reply(c, stCanceled, 0)
-		} else {
+		case c.op == opAcquire || c.op == opTry:
+			// Heads that fell due by its arrival go first, at their due
+			// instants: a late owner must neither let the arrival pass
+			// them (a lane's newcomer) nor count them against it
+			// (MaxQueue, the prediction).
+			if r.queueLen() > 0 {
+				at := r.arrivalOf(c, now)
+				r.expiry.expire(at, r)
+				r.grantDue(at)
+			}
+			r.admit(c, now)
+		default:
 			r.handle(c, now)
 		}
 		c = next
@@ -393,10 +405,7 @@ func (r *runtime) admit(c *call, now int64) {
 		}
 	}
 	try := c.op == opTry
-	at := now
-	if c.arrival != ownerStamp {
-		at = min(max(c.arrival, r.arrived), now) // arrivals keep their order in time, and none is in the future
-	}
+	at := r.arrivalOf(c, now)
 	var grant int64
 	var known bool
 	switch {
@@ -449,7 +458,7 @@ func (r *runtime) admit(c *call, now int64) {
 		r.refuse(c, stLimited, wait)
 	case r.cfg.maxQueue > 0 && r.queueLen() >= r.cfg.maxQueue:
 		r.refuse(c, stLimited, wait)
-	case r.cfg.maxWait >= 0 && wait > int64(r.cfg.maxWait):
+	case r.cfg.maxWait >= 0 && floor-at > int64(r.cfg.maxWait): // counted from its arrival
 		r.refuse(c, stLimited, wait)
 	case c.hasDL && floor > c.deadline:
 		r.refuse(c, stDeadline, wait)
@@ -482,6 +491,16 @@ func (r *runtime) admit(c *call, now int64) {
 	case r.q.Len() > 0:
 		r.pol.dropped()
 	}
+}
+
+// arrivalOf is the instant c is judged at: its caller's stamp, kept in
+// order behind the arrivals before it and never in the future, or the
+// owner's reading for a call that carries none.
+func (r *runtime) arrivalOf(c *call, now int64) int64 {
+	if c.arrival == ownerStamp {
+		return now
+	}
+	return min(max(c.arrival, r.arrived), now)
 }
 
 func (r *runtime) refuse(c *call, s status, wait int64) {
