@@ -11,8 +11,9 @@ import (
 // a pooled call pushed with one CAS onto the shard's lock-free inbox, which
 // the owner takes whole with one swap and reverses into arrival order, and
 // a wake channel of capacity one. Cancellations travel on a second stack,
-// taken before the inbox and handled after it, so a request is always
-// handled before its own cancellation. Close sets closed before it wakes
+// taken before the inbox and handled first (see shard.batch); a request is
+// still handled before its own cancellation, which marks it when both come
+// in one take. Close sets closed before it wakes
 // the owners, and a caller that reads closed false after its push knows the
 // owner's last take of the inbox comes after it. Unlike actor's owner, a
 // shard's owner is woken by every request: its timer may be armed for
@@ -57,6 +58,8 @@ type call[K comparable] struct {
 	status     status
 	hasDL      bool
 	closer     bool // an Acquire that closed its key's gate before the owner (see attempt)
+	inBatch    bool // owner: taken in the batch being served, not yet handled
+	cancelled  bool // owner: its cancellation came in the same batch (see batch)
 }
 
 func (s *shard[K]) newCall(ctx context.Context, o op, e *entry[K], cost, at int64) *call[K] {

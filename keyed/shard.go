@@ -85,22 +85,52 @@ func (s *shard[K]) loop() {
 		now := s.now() // one clock read per batch
 		s.adopt(now)
 		cancels, arrivals := s.take()
-		for c := arrivals; c != nil; {
-			next := c.next
-			s.handle(c, now)
-			s.flush()
-			c = next
+		s.batch(cancels, arrivals, now)
+		timerC = s.schedule(now)
+	}
+}
+
+// batch serves what one take found, cancellations first, as actor's
+// owner does (actor/runtime.go, batch): an arrival is judged against what
+// is left once the waiters that gave up are gone, not behind them. A
+// cancellation of a request in this very batch cannot be handled before
+// its request: the request is marked, and answered as cancelled when its
+// turn comes, without a decision.
+func (s *shard[K]) batch(cancels, arrivals *call[K], now int64) {
+	if cancels != nil {
+		for c := arrivals; c != nil; c = c.next {
+			c.inBatch = true
 		}
-		for c := cancels; c != nil; {
-			next := c.cancelNext
+	}
+	for c := cancels; c != nil; {
+		next := c.cancelNext
+		if c.inBatch {
+			c.cancelled = true
+		} else {
 			// Grant first what was due by the time the caller gave up: a
 			// deadline at the very instant of its grant gets the grant.
 			s.grantDue(c.e, min(max(c.cancelAt, 0), now))
 			s.cancel(c, now)
 			s.flush()
-			c = next
 		}
-		timerC = s.schedule(now)
+		c = next
+	}
+	for c := arrivals; c != nil; {
+		next := c.next
+		c.inBatch = false
+		if c.cancelled {
+			c.cancelled = false
+			e, closer := c.e, c.closer
+			s.canceled.Add(1)
+			s.reply(c, stCanceled, 0)
+			if closer {
+				s.closerGone(e, now)
+			}
+		} else {
+			s.handle(c, now)
+		}
+		s.flush()
+		c = next
 	}
 }
 
@@ -120,6 +150,11 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		s.tune(c)
 		return
 	}
+	if c.closer {
+		// The Acquire the key's queue was waiting for: it goes first, and
+		// those behind it are judged after it, in their order.
+		defer s.rejudge(s.unawait(e), now)
+	}
 	w := e.waiters()
 	// With nobody waiting, a closed gate is that of an Acquire denied
 	// before its key's promotion, on its way here (see attempt), unless it
@@ -135,12 +170,21 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		return
 	}
 	try := c.op == opTry
-	if try && held {
+	if !try && (held || w != nil && w.awaiting) {
+		s.await(e, c, now)
+		return
+	}
+	if try && (held || w != nil && w.awaiting) {
 		// Behind that Acquire, as if it were queued already.
-		wait, _ := s.cells().WaitBehindAt(&e.cell, s.l.t(now), c.node.Cost)
+		wait := time.Duration(1) // a lower bound: a key made its own meanwhile (SetRate) cannot tell
+		if e.isCell() {
+			wait, _ = s.cells().WaitBehindAt(&e.cell, s.l.t(now), c.node.Cost)
+		}
 		c.remaining, c.reset = 0, int64(wait)
 		s.refuse(c, stLimited, int64(wait))
-		s.settle(e, now)
+		if w == nil {
+			s.settle(e, now)
+		}
 		return
 	}
 	at := min(c.arrival, now) // none is in the future
@@ -208,6 +252,57 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	s.leave(e, held, now)
 }
 
+// await queues Acquire c, undecided, behind the Acquire on its way that
+// closed e's gate (see attempt): that one arrived first (it was denied
+// before c was sent), so c must not take the units it waits for, nor
+// empty a queue whose end would reopen the gate while it is still on its
+// way. The key stays out of the heap until it comes (handle).
+func (s *shard[K]) await(e *entry[K], c *call[K], now int64) {
+	w := e.waiters()
+	if w == nil {
+		w = &waiters[K]{awaiting: true}
+		e.setWaiters(w)
+	}
+	at := max(min(c.arrival, now), w.arrived)
+	c.node.Arrival, w.arrived = at, at
+	w.q.Push(&c.node)
+	w.tail.Store(0) // unknown: a TryAcquire asks the owner
+}
+
+// unawait takes out of e's queue, in order, the Acquires that waited for
+// the one on its way, which has come (or gone): the key is left as that
+// one found it.
+func (s *shard[K]) unawait(e *entry[K]) []*call[K] {
+	w := e.waiters()
+	if w == nil || !w.awaiting {
+		return nil
+	}
+	var queued []*call[K]
+	for n := w.q.PopFront(); n != nil; n = w.q.PopFront() {
+		queued = append(queued, n.Value)
+	}
+	e.setWaiters(nil)
+	return queued
+}
+
+// rejudge handles, in their order, the Acquires unawait took out.
+func (s *shard[K]) rejudge(queued []*call[K], now int64) {
+	for _, c := range queued {
+		s.handle(c, now)
+	}
+}
+
+// closerGone is for an Acquire that closed its key's gate and gave up
+// before the owner saw it: the gate is the owner's to reopen, and those
+// that waited for it go on as if it had never come.
+func (s *shard[K]) closerGone(e *entry[K], now int64) {
+	queued := s.unawait(e)
+	if e.waiters() == nil {
+		s.quiet(e, now)
+	}
+	s.rejudge(queued, now)
+}
+
 // leave is for a key whose queue stayed empty through a request: its gate
 // is reopened (quiet) unless held, closed for another Acquire on its way
 // here (see handle), whose own answer reopens it.
@@ -268,9 +363,16 @@ func (s *shard[K]) cancel(c *call[K], now int64) {
 		w.shadowOK = false
 		s.canceled.Add(1)
 		s.reply(c, stCanceled, 0)
-		if w.q.Len() == 0 {
+		switch {
+		case w.awaiting:
+			// The gate stays closed for the Acquire on its way.
+			if w.q.Len() == 0 {
+				e.setWaiters(nil)
+				s.settle(e, now)
+			}
+		case w.q.Len() == 0:
 			s.quiet(e, now)
-		} else {
+		default:
 			due := w.q.Due(now)
 			w.publish(due)
 			s.watch(e, due)
@@ -283,7 +385,7 @@ func (s *shard[K]) cancel(c *call[K], now int64) {
 // grantDue grants the heads of e's queue due by at.
 func (s *shard[K]) grantDue(e *entry[K], at int64) {
 	w := e.waiters()
-	if w == nil || w.q.Len() == 0 {
+	if w == nil || w.q.Len() == 0 || w.awaiting {
 		return
 	}
 	w.q.Grant(at, keyOwner[K]{s, e})

@@ -103,7 +103,7 @@ func (s *shard[K]) tune(c *call[K]) {
 		if x.err == nil {
 			s.failTooLarge(e, w, now)
 		}
-		if w.q.Len() > 0 {
+		if w.q.Len() > 0 && !w.awaiting {
 			w.q.Hold(now)
 			w.q.Retime()
 			w.shadowOK = false

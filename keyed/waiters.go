@@ -20,6 +20,10 @@ import (
 type waiters[K comparable] struct {
 	q       scheduler.Queue[*call[K]]
 	arrived int64 // the latest arrival stamp queued: arrivals keep their order in time
+	// awaiting says the queue is behind an Acquire still on its way, which
+	// closed the key's gate before the owner saw it (see shard.await):
+	// nothing in it is decided, granted or timed until that one comes.
+	awaiting bool
 
 	// tail is what the owner publishes for the lock-free paths: the
 	// earliest instant a newcomer could be granted, as far as it knows.
