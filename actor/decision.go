@@ -35,7 +35,7 @@ func (l *Limiter) TryAcquireQuota(cost int64) (permits.Permit, permits.Quota, er
 		}
 		return permits.Permit{}, q, permits.RetryLater(q.RetryAfter)
 	}
-	if wait, behind := l.behind(); behind {
+	if wait, behind := l.behind(true); behind {
 		q := permits.Quota{Limit: l.rate.cap.Load(), Reset: wait, RetryAfter: wait, Window: time.Duration(l.rate.win.Load())}
 		return permits.Permit{}, q, permits.RetryLater(wait)
 	}

@@ -227,7 +227,7 @@ func (r *runtime) poll(c *call) result {
 func (r *runtime) newCallFor(ctx context.Context, o op, cost, at int64, wantRc bool) *call {
 	c := r.calls.Get().(*call)
 	c.status, c.op, c.wantRc, c.wantQuota = 0, o, wantRc, false // a pooled call keeps its last answer
-	c.lane = nil
+	c.lane, c.probe = nil, false
 	c.node.Cost, c.arrival = cost, at
 	c.hasDL = false
 	if dl, ok := ctx.Deadline(); ok {

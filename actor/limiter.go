@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/probe"
 	"github.com/sluicehq/sluice/internal/quota"
 	"github.com/sluicehq/sluice/permits"
 )
@@ -135,6 +136,11 @@ func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permi
 		l.rt.granted.add(1)
 		return l.newGrant(cost, now, false, d.Receipt), nil
 	}
+	if probe.Is(ctx) {
+		// permits.All asks without waiting, and its refusal is not a
+		// caller's (see permits.Stats).
+		return l.tryGrant(cost, ln, d, now, decided, false)
+	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true)
 	c.lane = ln
 	return l.grant(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
@@ -161,7 +167,7 @@ func (l *Limiter) tryAcquire(cost int64, ln *Lane) (permits.Permit, error) {
 		}
 		return permits.Permit{}, permits.RetryLater(wait)
 	}
-	if wait, behind := l.behind(); behind {
+	if wait, behind := l.behind(true); behind {
 		return permits.Permit{}, permits.RetryLater(wait)
 	}
 	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), false)
@@ -178,18 +184,27 @@ func (l *Limiter) tryAcquireGrant(cost int64, ln *Lane) (permits.Grant, error) {
 	if err := l.check(cost); err != nil {
 		return permits.Grant{}, err
 	}
-	if d, now, decided := l.fastGrant(cost); decided {
-		l.count(d.Allowed)
+	d, now, decided := l.fastGrant(cost)
+	return l.tryGrant(cost, ln, d, now, decided, true)
+}
+
+// tryGrant is TryAcquireGrant once the fast path has been tried (d, now,
+// decided); count is false for a probe, whose refusal is not counted.
+func (l *Limiter) tryGrant(cost int64, ln *Lane, d algorithms.Decision, now time.Time, decided, count bool) (permits.Grant, error) {
+	if decided {
+		if d.Allowed || count {
+			l.count(d.Allowed)
+		}
 		if d.Allowed {
 			return l.newGrant(cost, now, false, d.Receipt), nil
 		}
 		return permits.Grant{}, permits.RetryLater(d.RetryAt.Sub(now))
 	}
-	if wait, behind := l.behind(); behind {
+	if wait, behind := l.behind(count); behind {
 		return permits.Grant{}, permits.RetryLater(wait)
 	}
 	c := l.rt.newCallFor(context.Background(), opTry, cost, l.rt.arrivalStamp(), true)
-	c.lane = ln
+	c.lane, c.probe = ln, !count
 	return l.grant(context.Background(), l.rt.roundTrip(context.Background(), c, true), cost)
 }
 
@@ -250,8 +265,9 @@ func (l *Limiter) fastGrant(cost int64) (d algorithms.Decision, now time.Time, d
 // published no tail, or requests wait in the inbox that its tail does not
 // count (a plain Acquire does not wake an owner asleep on its timer, so a
 // queue can grow there unseen; the owner takes them with the caller's
-// request, in order, and answers behind them).
-func (l *Limiter) behind() (time.Duration, bool) {
+// request, in order, and answers behind them). count says to count the
+// refusal in Stats (false for a probe).
+func (l *Limiter) behind(count bool) (time.Duration, bool) {
 	if l.rt.state.Load() != stWaiting || l.rt.inbox.Load() != nil {
 		return 0, false
 	}
@@ -262,7 +278,9 @@ func (l *Limiter) behind() (time.Duration, bool) {
 		// none. Ask it.
 		return 0, false
 	}
-	l.rt.rejected.add(1)
+	if count {
+		l.rt.rejected.add(1)
+	}
 	return wait, true
 }
 
@@ -315,22 +333,19 @@ func (l *Limiter) Close() error {
 	return nil
 }
 
-// Stats is a snapshot of a limiter's counters.
-type Stats struct {
-	Granted, Rejected, Canceled uint64 // since New
-	Waiting                     int    // Acquires waiting for their answer now
-}
+// Stats is a snapshot of a limiter's counters: permits.Stats, the shape
+// every limiter of sluice shares.
+type Stats = permits.Stats
 
-// Stats returns the counters. Granted counts permits, Rejected refusals by
-// the limit (*permits.RateLimitError), Canceled waiters whose context ended
-// while queued. Each is updated before the call it counts returns, so that
-// once a caller has its answer the counters include it.
+// Stats returns the counters, over the limiter and its lanes (see
+// permits.Stats for what each counts).
 func (l *Limiter) Stats() Stats { return l.rt.stats() }
 
 func (r *runtime) stats() Stats {
 	return Stats{
 		Granted:  r.granted.load(),
 		Rejected: r.rejected.load(),
+		Refunded: r.refunded.load(),
 		Canceled: r.canceled.load(),
 		Waiting:  int(r.waiting.Load()),
 	}
@@ -339,6 +354,12 @@ func (r *runtime) stats() Stats {
 // idle reports whether the owner holds nothing, so that the fast path may
 // decide. The inbox is read before the state (inbox.go).
 func (r *runtime) idle() bool { return r.inbox.Load() == nil && r.state.Load() == stIdle }
+
+// A Limiter and a Lane answer permits.All's probes (internal/probe).
+func init() {
+	probe.Register((*Limiter)(nil))
+	probe.Register((*Lane)(nil))
+}
 
 var (
 	_ permits.Limiter  = (*Limiter)(nil)

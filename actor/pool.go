@@ -184,28 +184,20 @@ func (p *Pool) Close() error {
 // Size returns the pool's capacity in cost units.
 func (p *Pool) Size() int64 { return p.pol.size }
 
-// PoolStats is a snapshot of a pool's counters.
+// PoolStats is a snapshot of a pool's counters: the shape every limiter
+// shares (Rejected counts TryAcquire's refusals and WithPoolMaxQueue's;
+// Refunded stays 0, a pool's permits being released, not refunded), its
+// capacity and the units held now.
 type PoolStats struct {
+	permits.Stats
 	Size     int64 // capacity in cost units
 	InFlight int64 // units held now
-	Granted  uint64
-	Rejected uint64 // refusals (TryAcquire, WithPoolMaxQueue)
-	Canceled uint64 // waiters whose context ended while queued
-	Waiting  int    // queued now
 }
 
 // Stats returns the counters. They are read one by one, not as one atomic
 // snapshot.
 func (p *Pool) Stats() PoolStats {
-	s := p.rt.stats()
-	return PoolStats{
-		Size:     p.pol.size,
-		InFlight: p.pol.word.Load() &^ poolGate,
-		Granted:  s.Granted,
-		Rejected: s.Rejected,
-		Canceled: s.Canceled,
-		Waiting:  s.Waiting,
-	}
+	return PoolStats{Stats: p.rt.stats(), Size: p.pol.size, InFlight: p.pol.word.Load() &^ poolGate}
 }
 
 var (

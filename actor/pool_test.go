@@ -135,7 +135,7 @@ func TestPoolHoldsAtMostSizeUntilRelease(t *testing.T) {
 		c.Release()
 		b.Release()
 		st := p.Stats()
-		assert.Equal(t, actor.PoolStats{Size: 10, InFlight: 0, Granted: 3, Rejected: 1}, st)
+		assert.Equal(t, actor.PoolStats{Stats: permits.Stats{Granted: 3, Rejected: 1}, Size: 10, InFlight: 0}, st)
 	})
 }
 

@@ -32,5 +32,9 @@ func (l *Limiter) Refund(g permits.Grant) bool {
 	}
 	c := r.newCallFor(context.Background(), opRefund, g.Cost(), r.stamp(), false)
 	c.ext().rc = algorithms.Receipt{At: g.At, Cost: g.Cost(), Mark: mark, Frac: frac, Seq: seq}
-	return r.roundTrip(context.Background(), c, true).status == stGranted
+	if r.roundTrip(context.Background(), c, true).status != stGranted {
+		return false
+	}
+	r.refunded.add(1)
+	return true
 }

@@ -55,9 +55,9 @@ type runtime struct {
 	_      [40]byte
 	hookPk atomic.Pointer[func(queued int)] // tests: called by the owner before it parks
 
-	granted, rejected, canceled counter
-	waiting                     atomic.Int64 // Acquires sent whose callers have not returned
-	wakes                       atomic.Int64 // owner wake-ups, for tests
+	granted, rejected, canceled, refunded counter
+	waiting                               atomic.Int64 // Acquires sent whose callers have not returned
+	wakes                                 atomic.Int64 // owner wake-ups, for tests
 
 	// owned by the loop
 	q       scheduler.Queue[*call] // the waiters, until the first lane
@@ -163,6 +163,7 @@ type call struct {
 	wantQuota  bool // opTry: report what remains (extra.remaining, extra.reset)
 	inBatch    bool // owner: taken in the batch being served, not yet handled
 	cancelled  bool // owner: its cancellation came in the same batch (see batch)
+	probe      bool // opTry on permits.All's behalf: a refusal is not counted (internal/probe)
 }
 
 // callExtra holds what only refunds, refundable grants and tuning requests
@@ -504,7 +505,9 @@ func (r *runtime) arrivalOf(c *call, now int64) int64 {
 }
 
 func (r *runtime) refuse(c *call, s status, wait int64) {
-	r.rejected.add(1)
+	if !c.probe {
+		r.rejected.add(1)
+	}
 	r.reply(c, s, max(wait, 1))
 }
 

@@ -59,7 +59,7 @@ func TestTryAcquireAfterADeniedAcquireWaitsBehindIt(t *testing.T) {
 		synctest.Wait()
 		assert.True(t, keyed.FastPath(l, "k"), "the owner reopened the gate with its answer")
 		assert.False(t, keyed.HasEntry(l, "k"), "and gave the entry back")
-		assert.Equal(t, keyed.Stats{Granted: 2, Rejected: 2, Keys: 1}, l.Stats())
+		assert.Equal(t, keyed.Stats{Stats: permits.Stats{Granted: 2, Rejected: 2}, Keys: 1}, l.Stats())
 	})
 }
 

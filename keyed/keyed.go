@@ -255,14 +255,13 @@ func (l *Limiter[K]) Close() error {
 
 // Stats is a snapshot of a Limiter's counters.
 type Stats struct {
-	Granted, Rejected, Canceled uint64 // since New, over every key
-	Waiting                     int    // Acquires waiting for their answer now
-	Keys                        int    // keys live now: in use, or not yet found idle
+	// permits.Stats is the shape every limiter shares, over every key.
+	// Refunded stays 0: a key's grants are not refunded.
+	permits.Stats
+	Keys int // keys live now: in use, or not yet found idle
 }
 
-// Stats returns the counters. Granted counts permits, Rejected refusals by
-// the limit (*permits.RateLimitError), Canceled waiters whose context ended
-// while queued; each is updated before the call it counts returns.
+// Stats returns the counters (see permits.Stats for what each counts).
 func (l *Limiter[K]) Stats() Stats {
 	var st Stats
 	for _, s := range l.shards {

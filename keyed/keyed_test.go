@@ -98,7 +98,7 @@ func TestKeysHaveTheirOwnLimit(t *testing.T) {
 			wait, _ := permits.RetryAfter(err)
 			assert.Equal(t, 30*time.Second, wait, "exact RetryAfter for %s", key)
 		}
-		assert.Equal(t, keyed.Stats{Granted: 4, Rejected: 2, Keys: 2}, l.Stats())
+		assert.Equal(t, keyed.Stats{Stats: permits.Stats{Granted: 4, Rejected: 2}, Keys: 2}, l.Stats())
 	})
 }
 

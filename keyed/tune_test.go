@@ -116,7 +116,7 @@ func TestSetBurstFailsWaitersThatNoLongerFit(t *testing.T) {
 		_, q, err := l.TryAcquireQuota("k", 1)
 		assert.ErrorIs(t, err, permits.ErrRateLimited)
 		assert.Equal(t, int64(3), q.Limit)
-		assert.Equal(t, keyed.Stats{Granted: 3, Rejected: 1, Keys: 1}, l.Stats())
+		assert.Equal(t, keyed.Stats{Stats: permits.Stats{Granted: 3, Rejected: 1}, Keys: 1}, l.Stats())
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/probe"
 )
 
 // Grant is a permit from a Refunder together with what the limiter needs to
@@ -152,6 +154,26 @@ type part struct {
 	lim   Limiter
 	ref   Refunder // lim as a Refunder, or nil
 	fixed *int64   // ask this much whatever the cost (FixedCost), or nil
+	probe bool     // ref answers a probe (internal/probe): its refusal is not counted
+}
+
+// try asks p for a grant without waiting, on All's own behalf: as a probe
+// where p answers one, so that its refusal, a step of an admission that
+// may well succeed, is not counted among its rejections (see Stats).
+func (p part) try(ctx context.Context, cost int64) (Grant, error) {
+	if p.probe {
+		return p.ref.AcquireGrant(probe.Context(ctx), p.cost(cost))
+	}
+	return p.ref.TryAcquireGrant(p.cost(cost))
+}
+
+// answersProbe reports whether ref answers a probe: its type registered
+// (internal/probe), or it is a bound on the wait of one that does.
+func answersProbe(ref Refunder) bool {
+	if m, ok := ref.(interface{ inner() Refunder }); ok {
+		return answersProbe(m.inner())
+	}
+	return probe.Honours(ref)
 }
 
 func (p part) cost(c int64) int64 {
@@ -179,6 +201,7 @@ func (a *all) add(l Limiter, fixed *int64) {
 	}
 	p := part{lim: l, fixed: fixed}
 	p.ref, _ = l.(Refunder)
+	p.probe = p.ref != nil && answersProbe(p.ref)
 	a.parts = append(a.parts, p)
 }
 
@@ -258,7 +281,7 @@ func (a *all) takeRates(ctx context.Context, cost int64, r *record) error {
 				r.got[i], r.taken[i] = g, true
 				continue
 			}
-			g, err := p.ref.TryAcquireGrant(p.cost(cost))
+			g, err := p.try(ctx, cost)
 			if err == nil {
 				r.got[i], r.taken[i] = g, true
 				continue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/probe"
 )
 
 // A wait bound per call: a job whose wait and whose call share one context
@@ -81,6 +83,9 @@ type maxWaitRefunder struct {
 }
 
 func (m maxWaitRefunder) AcquireGrant(ctx context.Context, cost int64) (Grant, error) {
+	if probe.Is(ctx) {
+		return m.ref.AcquireGrant(ctx, cost) // it never waits: the bound changes nothing
+	}
 	if m.d == 0 {
 		if err := ctx.Err(); err != nil {
 			return Grant{}, err
@@ -103,6 +108,9 @@ func (m maxWaitRefunder) TryAcquireGrant(cost int64) (Grant, error) {
 }
 
 func (m maxWaitRefunder) Refund(g Grant) bool { return m.ref.Refund(g) }
+
+// inner is the Refunder m bounds, for All (see answersProbe).
+func (m maxWaitRefunder) inner() Refunder { return m.ref }
 
 type maxWaitSettler struct {
 	maxWaitRefunder
