@@ -29,8 +29,12 @@
 // share a limit, as in httprate, about 3·10⁻⁸ likely for a pair among a
 // million live keys (with WithShards(1) or (2), a few times likelier: the
 // table's tag keeps 62 bits of the hash, and four shards or more supply
-// the two it gives up). A key that is not equal to itself, a NaN, is
-// refused with ErrInvalidKey: it could never find its limit again.
+// the two it gives up). A key of a type that holds interface values
+// (Limiter[any], a struct with a field of type any) is hashed with the
+// dynamic types of those values, so int64(5) and uint64(5) are two keys,
+// as == says they are; such keys cost a reflection walk per request. A
+// key that is not equal to itself, a NaN, is refused with ErrInvalidKey:
+// it could never find its limit again.
 // What only some keys need (waiters, a request at the
 // owner, an algorithm of their own) is an entry in a side map, found
 // through a flag in the slot. Keys whose algorithm differs keep it there.

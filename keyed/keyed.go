@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"reflect"
 	"runtime/pprof"
 	"strconv"
 	"sync"
@@ -43,6 +44,7 @@ type Limiter[K comparable] struct {
 	cfg    config
 	epoch  time.Time
 	seed   maphash.Seed
+	typed  bool // K holds interface values: their types are hashed too (keyhash.go)
 	shards []*shard[K]
 	mask   uint64
 	once   sync.Once
@@ -79,6 +81,7 @@ func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Opt
 		return nil, err
 	}
 	l := &Limiter[K]{newAlg: newAlg, cfg: cfg, epoch: cfg.clock.Now(), seed: maphash.MakeSeed(), mask: uint64(cfg.shards - 1)}
+	l.typed = holdsInterface(reflect.TypeFor[K]())
 	l.shards = make([]*shard[K], cfg.shards)
 	for i := range l.shards {
 		s := &shard[K]{l: l, idx: i, wake: make(chan struct{}, 1), done: make(chan struct{}), sw: sweep{due: never, started: math.MinInt64 / 2}}
@@ -282,7 +285,7 @@ func (l *Limiter[K]) shard(key K) (*shard[K], uint64, error) {
 	if key != key {
 		return nil, 0, fmt.Errorf("%w: %v is not equal to itself (a NaN, or a value holding one), so no request could find its limit again", ErrInvalidKey, key)
 	}
-	h := maphash.Comparable(l.seed, key)
+	h := keyHash(l.seed, key, l.typed)
 	return l.shards[h&l.mask], h, nil
 }
 
