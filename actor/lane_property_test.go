@@ -97,7 +97,7 @@ func randomLaneScript(rng *rand.Rand, capacity int64) laneScript {
 		}
 		s.events = append(s.events, ev)
 		if rng.IntN(3) == 0 {
-			for {
+			for range 1000 { // a deadline a µs away leaves no instant for a cancel
 				c := at + time.Duration(1+2*rng.IntN(40_000))*time.Microsecond
 				if !used[c] && (ev.deadline == 0 || c < ev.deadline) {
 					used[c] = true
@@ -375,9 +375,19 @@ func TestLanesPropertyAgainstModel(t *testing.T) {
 						n := &scheduler.Node[int]{Value: ev.id, Cost: ev.cost, Arrival: int64(ev.at)}
 						h.f.Push(n, h.flows[ev.lane+1])
 						h.expires = map[int]int64{}
-						h.f.Grant(math.MaxInt64/2, h)
-						at := h.out[ev.id].at
-						if tooLate := ev.deadline != 0 && at > ev.deadline || s.maxWait >= 0 && at-ev.at > s.maxWait; !tooLate {
+						// Grant on, wake-up by wake-up, until its turn: one
+						// grant at a far instant would make every later
+						// head's turn come after it, never.
+						for now := int64(ev.at); ; {
+							wake := h.f.Grant(now, h)
+							if _, done := h.out[ev.id]; done || wake == 0 {
+								break
+							}
+							now = wake
+						}
+						o, granted := h.out[ev.id]
+						at := o.at
+						if tooLate := !granted || ev.deadline != 0 && at > ev.deadline || s.maxWait >= 0 && at-ev.at > s.maxWait; !tooLate {
 							fail("arrival %d refused at once (%v), but as things stood it was granted at %v (deadline %v)", ev.id, g.err, at, ev.deadline)
 						}
 					case w.err == errDeadlineRefused || w.err == errMaxWaitRefused:
