@@ -20,6 +20,7 @@ type ipConfig struct {
 	headerName string // as given, for the error
 	v6bits     int
 	err        error
+	cache      *keyCache // the keys of the latest clients
 }
 
 // proxyHeader is the header the trusted proxies write the client in.
@@ -110,7 +111,7 @@ func IPv6Prefix(bits int) IPOption {
 // option it cannot use; nil options are ignored. The KeyFunc fails,
 // matching ErrNoKey, when an address it must read does not parse.
 func KeyByIP(opts ...IPOption) (KeyFunc, error) {
-	cfg := ipConfig{v6bits: 64}
+	cfg := ipConfig{v6bits: 64, cache: new(keyCache)}
 	for _, o := range opts {
 		if o != nil {
 			o.applyIP(&cfg)
@@ -138,7 +139,7 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 			return "", fmt.Errorf("%w: remote address %q: %v", ErrNoKey, r.RemoteAddr, err)
 		}
 		if !isTrusted(peer, c.trusted) {
-			return ipKey(peer, c.v6bits), nil
+			return c.cache.key(peer, c.v6bits), nil
 		}
 	}
 	h, err := c.forwarded(r.Header)
@@ -149,9 +150,9 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 	case h.node != "":
 		return prefixNode + h.node, nil
 	case h.addr.IsValid():
-		return ipKey(h.addr, c.v6bits), nil
+		return c.cache.key(h.addr, c.v6bits), nil
 	case peer.IsValid():
-		return ipKey(peer, c.v6bits), nil // the proxy named no one: the proxy itself
+		return c.cache.key(peer, c.v6bits), nil // the proxy named no one: the proxy itself
 	}
 	return prefixUnix, nil // a trusted socket whose proxy named no one
 }
