@@ -113,10 +113,12 @@ func (d *discard) WriteHeader(int)             {}
 // Middleware returns the subjects of a request through a handler that
 // writes nothing, from one of 1000 client addresses in turn: the bare
 // handler (the baseline), sluice's httplimit.Middleware over a keyed GCRA
-// keyed by IP, and httprate.LimitByIP. Every request passes: sluice's GCRA
-// is one unit a second with a burst of 10^8, so no key is ever full again
-// during a run (none is dropped and remade: the steady state of a server's
-// active clients); httprate's limit is 2^30 per second.
+// keyed by IP, enforcing and in shadow mode (WithShadow: the same decision
+// and fields, a refusal never sent), and httprate.LimitByIP. Every request
+// passes: sluice's GCRA is one unit a second with a burst of 10^8, so no
+// key is ever full again during a run (none is dropped and remade: the
+// steady state of a server's active clients); httprate's limit is 2^30
+// per second.
 func Middleware() []Micro {
 	reqs := make([]*http.Request, 1000)
 	for i := range reqs {
@@ -137,20 +139,27 @@ func Middleware() []Micro {
 	bare := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	return []Micro{
 		{Name: "bare handler", New: func() (func(int), func(), error) { return serve(bare), func() {}, nil }},
-		{Name: "sluice httplimit", New: func() (func(int), func(), error) {
-			l, err := SluiceKeyed(algorithms.PerSecond(1), 100_000_000)
-			if err != nil {
-				return nil, nil, err
-			}
-			byIP, err := httplimit.KeyByIP()
-			if err != nil {
-				return nil, nil, err
-			}
-			return serve(httplimit.Middleware(l, byIP)(bare)), func() { _ = l.Close() }, nil
-		}},
+		{Name: "sluice httplimit", New: sluiceMiddleware(serve, bare)},
+		{Name: "sluice httplimit shadow", New: sluiceMiddleware(serve, bare, httplimit.WithShadow(nil))},
 		{Name: "httprate LimitByIP", New: func() (func(int), func(), error) {
 			return serve(httprate.LimitBy(1<<30, time.Second, httprateByPeer)(bare)), func() {}, nil
 		}},
+	}
+}
+
+// sluiceMiddleware returns the New of a subject: httplimit.Middleware with
+// opts over a keyed GCRA that never refuses during a run, keyed by IP.
+func sluiceMiddleware(serve func(http.Handler) func(int), next http.Handler, opts ...httplimit.Option) func() (func(int), func(), error) {
+	return func() (func(int), func(), error) {
+		l, err := SluiceKeyed(algorithms.PerSecond(1), 100_000_000)
+		if err != nil {
+			return nil, nil, err
+		}
+		byIP, err := httplimit.KeyByIP()
+		if err != nil {
+			return nil, nil, err
+		}
+		return serve(httplimit.Middleware(l, byIP, opts...)(next)), func() { _ = l.Close() }, nil
 	}
 }
 
