@@ -80,4 +80,19 @@ func TestEveryClientKeepsItsOwnKeyPastTheCache(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "ip:"+netip.MustParsePrefix(fmt.Sprintf("2001:db8:%x::/64", i%1500)).String(), k)
 	}
+	// Without a port, an IPv6 peer's last colon is its own: "::1" and
+	// "::2" are two peers, not one with two ports.
+	v4 := byIP(t, httplimit.IPv6Prefix(128))
+	for round := range 2 {
+		for _, c := range []struct{ remote, key string }{
+			{"::1", "ip:::1"}, {"::2", "ip:::2"}, {"[::1]:80", "ip:::1"}, {"[::3]:80", "ip:::3"},
+			{"1.2.3.4", "ip:1.2.3.4"}, {"1.2.3.4:80", "ip:1.2.3.4"}, {"1.2.3.5:80", "ip:1.2.3.5"},
+		} {
+			r, _ := http.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = c.remote
+			k, err := v4(r)
+			require.NoError(t, err)
+			require.Equal(t, c.key, k, "%s, round %d", c.remote, round)
+		}
+	}
 }
