@@ -96,7 +96,8 @@ func WithErrorHandler(h func(http.ResponseWriter, *http.Request, error)) Option 
 
 // Middleware returns middleware that limits each request by lim under the
 // key that key returns, passing it on when granted. lim is typically a
-// *keyed.Limiter[string]; when it implements permits.KeyedQuotaLimiter
+// *keyed.Limiter[string], or a *redislimit.Keyed for a limit that a fleet
+// of servers shares; when it implements permits.KeyedQuotaLimiter
 // every grant and every refusal by the limit carries the RateLimit-Policy
 // and RateLimit fields (a response the limit did not decide, such as a
 // 413, carries none), else only refusals carry Retry-After. It panics if lim or key is nil, a
