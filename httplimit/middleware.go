@@ -310,15 +310,17 @@ type limitCache struct {
 }
 
 // effectiveWindow is the time within which the client can use no more
-// than q.Remaining: until one more unit comes back. A limit that refills
-// at a steady rate (GCRA, the buckets) gets a unit back every
-// Window/Limit and the last of what it lacks at Reset, so the first of
-// them comes Reset less the others' time from now; a full one, once
-// emptied, gets its first back after one unit's time. For a window, whose
-// admissions come back when they leave it, the same steady rate is an
-// estimate, and Reset (until full) where the estimate falls below zero
-// (admissions that leave together). Without a Window, Reset.
+// than q.Remaining: until one more unit comes back. A window says when
+// (Next: its oldest admission leaves a sliding window, a fixed one ends).
+// A limit that refills at a steady rate (GCRA, the buckets) gets a unit
+// back every Window/Limit and the last of what it lacks at Reset, so the
+// first of them comes Reset less the others' time from now; a full one,
+// once emptied, gets its first back after one unit's time. Without a
+// Window, Reset.
 func effectiveWindow(q permits.Quota) time.Duration {
+	if q.Next > 0 {
+		return q.Next
+	}
 	if q.Window <= 0 || q.Limit <= 0 {
 		return q.Reset
 	}
