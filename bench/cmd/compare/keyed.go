@@ -78,14 +78,36 @@ func middlewareSection(r *runner, b *strings.Builder) {
 		"with the RateLimit fields on: sluice is `httplimit.Middleware` over `keyed.New` with a GCRA per key, keyed by `KeyByIP()`; the peer is httprate's `LimitBy` keyed by the peer's address. ns per request (allocations per request in brackets), and the overhead above the bare handler; "+
 		"shadow is the same middleware `WithShadow`. Goals: sluice ≤ %.1f× httprate per request with ≤ %d allocation, and shadow within %d%% of enforcing.\n\n",
 		goalMiddlewareRatio, goalMiddlewareAllocs, goalShadowPercent)
+	middlewareTable(r, b, "middleware", scenario.Middleware, middlewareGoals)
+	b.WriteString("**Refused**: the same with limits of one request an hour, every request but each client's first refused: " +
+		"sluice enforcing and httprate answer 429 (sluice with its problem+json body), shadow calls its hook and serves the request. " +
+		"Goal: shadow within 10% of enforcing, or cheaper.\n\n")
+	middlewareTable(r, b, "middleware refused", scenario.MiddlewareRefused, shadowGoal)
+}
+
+// middlewareTable measures subjects on 1, 2 and 32 goroutines and writes
+// their table, judged by goals.
+func middlewareTable(r *runner, b *strings.Builder, label string, subjects func() []scenario.Micro, goals func(enforce, shadow, peer micro) string) {
 	t := table{header: []string{"goroutines", "bare handler", "sluice httplimit", "sluice shadow", "httprate LimitByIP", "sluice overhead", "httprate overhead", "sluice ÷ httprate", "shadow ÷ enforcing", "goal met"}}
 	for _, g := range []int{1, 2, 32} {
-		m := r.micros("middleware", g, scenario.Middleware())
+		m := r.micros(label, g, subjects())
 		bare, enforce, shadow, peer := m[0], m[1], m[2], m[3]
 		t.add(fmt.Sprint(g), bare.cell(), enforce.cell(), shadow.cell(), peer.cell(), formatNs(enforce.ns-bare.ns), formatNs(peer.ns-bare.ns),
-			ratio(enforce.ns, peer.ns), ratio(shadow.ns, enforce.ns), middlewareGoals(enforce, shadow, peer))
+			ratio(enforce.ns, peer.ns), ratio(shadow.ns, enforce.ns), goals(enforce, shadow, peer))
 	}
 	t.write(b)
+}
+
+// shadowGoal says whether shadow is within goalShadowPercent of enforcing.
+func shadowGoal(enforce, shadow, _ micro) string {
+	if !enforce.ok || !shadow.ok {
+		return "–"
+	}
+	return yesNo(shadowWithin(enforce, shadow))
+}
+
+func shadowWithin(enforce, shadow micro) bool {
+	return shadow.ns <= enforce.ns*(1+goalShadowPercent/100.0)
 }
 
 // Goals of the middleware table, as issue 27 states them.
@@ -108,7 +130,7 @@ func middlewareGoals(enforce, shadow, peer micro) string {
 	if enforce.allocs > goalMiddlewareAllocs+0.01 {
 		missed = append(missed, "allocs")
 	}
-	if shadow.ns > enforce.ns*(1+goalShadowPercent/100.0) {
+	if !shadowWithin(enforce, shadow) {
 		missed = append(missed, "shadow")
 	}
 	if len(missed) > 0 {

@@ -29,7 +29,7 @@ func TestMiddlewareSectionPrintsTheShadowBesideTheEnforcing(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := out.String()
-	for _, want := range []string{"## HTTP middleware", "| 32 |", "sluice httplimit", "sluice shadow", "shadow ÷ enforcing", "httprate LimitByIP"} {
+	for _, want := range []string{"## HTTP middleware", "**Refused**", "| 32 |", "sluice httplimit", "sluice shadow", "shadow ÷ enforcing", "httprate LimitByIP"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

@@ -120,6 +120,16 @@ func (d *discard) WriteHeader(int)             {}
 // steady state of a server's active clients); httprate's limit is 2^30
 // per second.
 func Middleware() []Micro {
+	return middleware(algorithms.PerSecond(1), 100_000_000, 1<<30, time.Second)
+}
+
+// MiddlewareRefused is Middleware with limits of one request an hour, so
+// that every request but each client's first is refused: sluice's
+// enforcing subject answers 429 with its problem body, the shadow one
+// calls its hook and serves the request, httprate answers 429.
+func MiddlewareRefused() []Micro { return middleware(algorithms.PerHour(1), 1, 1, time.Hour) }
+
+func middleware(rate algorithms.Rate, burst int64, peerLimit int, peerWindow time.Duration) []Micro {
 	reqs := make([]*http.Request, 1000)
 	for i := range reqs {
 		reqs[i], _ = http.NewRequest(http.MethodGet, "/", nil)
@@ -142,29 +152,26 @@ func Middleware() []Micro {
 		return loop
 	}
 	bare := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	sluice := func(opts ...httplimit.Option) func() (func(int), func(), error) {
+		return func() (func(int), func(), error) {
+			l, err := SluiceKeyed(rate, burst)
+			if err != nil {
+				return nil, nil, err
+			}
+			byIP, err := httplimit.KeyByIP()
+			if err != nil {
+				return nil, nil, err
+			}
+			return serve(httplimit.Middleware(l, byIP, opts...)(bare)), func() { _ = l.Close() }, nil
+		}
+	}
 	return []Micro{
 		{Name: "bare handler", New: func() (func(int), func(), error) { return serve(bare), func() {}, nil }},
-		{Name: "sluice httplimit", New: sluiceMiddleware(serve, bare)},
-		{Name: "sluice httplimit shadow", New: sluiceMiddleware(serve, bare, httplimit.WithShadow(nil))},
+		{Name: "sluice httplimit", New: sluice()},
+		{Name: "sluice httplimit shadow", New: sluice(httplimit.WithShadow(nil))},
 		{Name: "httprate LimitByIP", New: func() (func(int), func(), error) {
-			return serve(httprate.LimitBy(1<<30, time.Second, httprateByPeer)(bare)), func() {}, nil
+			return serve(httprate.LimitBy(peerLimit, peerWindow, httprateByPeer)(bare)), func() {}, nil
 		}},
-	}
-}
-
-// sluiceMiddleware returns the New of a subject: httplimit.Middleware with
-// opts over a keyed GCRA that never refuses during a run, keyed by IP.
-func sluiceMiddleware(serve func(http.Handler) func(int), next http.Handler, opts ...httplimit.Option) func() (func(int), func(), error) {
-	return func() (func(int), func(), error) {
-		l, err := SluiceKeyed(algorithms.PerSecond(1), 100_000_000)
-		if err != nil {
-			return nil, nil, err
-		}
-		byIP, err := httplimit.KeyByIP()
-		if err != nil {
-			return nil, nil, err
-		}
-		return serve(httplimit.Middleware(l, byIP, opts...)(next)), func() { _ = l.Close() }, nil
 	}
 }
 
