@@ -16,6 +16,14 @@ type Decision struct {
 	// ResetAt is the instant at which the state is back to full capacity if
 	// nothing else is admitted. It is never before the instant decided at.
 	ResetAt time.Time
+	// NextAt, for the windows, is the instant at which one unit more than
+	// Remaining comes back if nothing else is admitted: when the oldest
+	// admission leaves a sliding window, when a fixed one ends. It is the
+	// zero Time when nothing is in use, and for the algorithms that refill
+	// at a steady rate, whose next unit comes one unit's time after the
+	// state last moved (a server's RateLimit field computes it from the
+	// rate).
+	NextAt time.Time
 	// Receipt, when Allowed, records the admission so that the algorithm can
 	// take it back if it goes unused (Refunder). It is the zero Receipt
 	// otherwise.

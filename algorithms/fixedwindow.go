@@ -288,12 +288,12 @@ func (w *FixedWindow) decide(dec *Decision, at time.Time, cost int64, fast, clos
 			*dec = denyNever(max(e.limit-count, 0), reset)
 		case cost <= e.limit-count: // count+cost could overflow for limits near MaxInt64
 			// The receipt names its window by the window's end (Mark).
-			*dec = Decision{Allowed: true, Remaining: e.limit - count - cost, ResetAt: next,
+			*dec = Decision{Allowed: true, Remaining: e.limit - count - cost, ResetAt: next, NextAt: next,
 				Receipt: Receipt{At: e.seen(at, d, exact), Cost: cost, Mark: next,
 					Frac: e.version<<42 | (count+cost)&(1<<42-1), Seq: refunds}}
 			stored = w.store(e, s, cur, count+cost, s&gateBit != 0)
 		default:
-			*dec = Decision{RetryAt: next, Remaining: max(e.limit-count, 0), ResetAt: next}
+			*dec = Decision{RetryAt: next, Remaining: max(e.limit-count, 0), ResetAt: next, NextAt: next}
 			if closeGate {
 				stored = w.store(e, s, idx, count, true)
 			}

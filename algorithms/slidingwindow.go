@@ -78,14 +78,23 @@ func (w *SlidingWindow) AllowAt(now time.Time, cost int64) Decision {
 		w.push(n, cost)
 		w.seq++
 		at := w.tl.time(n)
-		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: at.Add(time.Duration(w.window)),
+		return Decision{Allowed: true, Remaining: w.limit - used - cost, ResetAt: at.Add(time.Duration(w.window)), NextAt: w.nextAt(),
 			Receipt: Receipt{At: at, Cost: cost, Mark: at, Frac: w.version, Seq: w.seq}}
 	}
 	// Denied: the oldest events must leave until used+cost-limit has gone.
 	// Event k leaves the window at k.at + window.
 	excess := cost - (w.limit - used)
 	k := sort.Search(w.n, func(i int) bool { return w.at(i).total-w.before >= excess })
-	return Decision{RetryAt: w.tl.time(w.at(k).at + w.window), Remaining: w.limit - used, ResetAt: w.resetAt()}
+	return Decision{RetryAt: w.tl.time(w.at(k).at + w.window), Remaining: w.limit - used, ResetAt: w.resetAt(), NextAt: w.nextAt()}
+}
+
+// nextAt is when the oldest event leaves the window, and with it the
+// first of the used capacity; the zero Time with nothing in the window.
+func (w *SlidingWindow) nextAt() time.Time {
+	if w.n == 0 {
+		return time.Time{}
+	}
+	return w.tl.time(w.at(0).at + w.window)
 }
 
 // now reads now on the timeline, moving the kept instants with the origin

@@ -20,6 +20,7 @@ type ipConfig struct {
 	headerName string // as given, for the error
 	v6bits     int
 	err        error
+	cache      *keyCache // the keys of the latest peers
 }
 
 // proxyHeader is the header the trusted proxies write the client in.
@@ -110,7 +111,7 @@ func IPv6Prefix(bits int) IPOption {
 // option it cannot use; nil options are ignored. The KeyFunc fails,
 // matching ErrNoKey, when an address it must read does not parse.
 func KeyByIP(opts ...IPOption) (KeyFunc, error) {
-	cfg := ipConfig{v6bits: 64}
+	cfg := ipConfig{v6bits: 64, cache: newKeyCache()}
 	for _, o := range opts {
 		if o != nil {
 			o.applyIP(&cfg)
@@ -133,12 +134,18 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 			return prefixUnix, nil
 		}
 	} else {
+		host := peerHost(r.RemoteAddr)
+		if k, ok := c.cache.get(host); ok {
+			return k, nil // a peer seen lately, not a trusted proxy
+		}
 		var err error
 		if peer, err = parseHostPort(r.RemoteAddr); err != nil {
 			return "", fmt.Errorf("%w: remote address %q: %v", ErrNoKey, r.RemoteAddr, err)
 		}
 		if !isTrusted(peer, c.trusted) {
-			return ipKey(peer, c.v6bits), nil
+			k := ipKey(peer, c.v6bits)
+			c.cache.put(host, k)
+			return k, nil
 		}
 	}
 	h, err := c.forwarded(r.Header)

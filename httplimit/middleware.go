@@ -96,7 +96,8 @@ func WithErrorHandler(h func(http.ResponseWriter, *http.Request, error)) Option 
 
 // Middleware returns middleware that limits each request by lim under the
 // key that key returns, passing it on when granted. lim is typically a
-// *keyed.Limiter[string]; when it implements permits.KeyedQuotaLimiter
+// *keyed.Limiter[string], or a *redislimit.Keyed for a limit that a fleet
+// of servers shares; when it implements permits.KeyedQuotaLimiter
 // every grant and every refusal by the limit carries the RateLimit-Policy
 // and RateLimit fields (a response the limit did not decide, such as a
 // 413, carries none), else only refusals carry Retry-After. It panics if lim or key is nil, a
@@ -131,6 +132,7 @@ type middleware struct {
 	policyName string // the policy as an sf-string, formatted once
 	unitParam  string // ;qu="..." when the unit is not requests
 	last       atomic.Pointer[policyCache]
+	limits     [64]atomic.Pointer[limitCache] // RateLimit values by r and t
 }
 
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -159,8 +161,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// began, as the draft means a List to be used, one member per
 		// policy. Canonical names, used directly: Header.Add would
 		// canonicalize them again on every request.
-		h["Ratelimit-Policy"] = append(h["Ratelimit-Policy"], m.policy(q))
-		h["Ratelimit"] = append(h["Ratelimit"], m.limit(q, err != nil))
+		m.setFields(h, m.policy(q), m.limit(q, err != nil))
 		if m.cfg.xFields {
 			m.setXFields(h, q, err != nil)
 		}
@@ -258,6 +259,20 @@ type policyCache struct {
 	value  string
 }
 
+// setFields appends policy and limit to the RateLimit-Policy and
+// RateLimit Lists of h. When neither has a member yet (no limit outside
+// this one) both fields share one allocation: each gets its own slice of
+// length and capacity one, so that a limit inside appends to a copy.
+func (m *middleware) setFields(h http.Header, policy, limit string) {
+	ps, ls := h["Ratelimit-Policy"], h["Ratelimit"]
+	if len(ps) == 0 && len(ls) == 0 {
+		both := []string{policy, limit}
+		h["Ratelimit-Policy"], h["Ratelimit"] = both[0:1:1], both[1:2:2]
+		return
+	}
+	h["Ratelimit-Policy"], h["Ratelimit"] = append(ps, policy), append(ls, limit)
+}
+
 // limit formats RateLimit for q. t is the draft's effective window: after
 // a grant, the time within which the client can use no more than r
 // (effectiveWindow); after a refusal, the time until the refused cost
@@ -269,25 +284,43 @@ func (m *middleware) limit(q permits.Quota, refused bool) string {
 	} else {
 		t = Seconds(effectiveWindow(q))
 	}
+	r := sfInteger(q.Remaining)
+	t = sfInteger(t)
+	// Responses in a row mostly say the same (keys of the same client
+	// count, a full window's t): the value of each pair is kept, one per
+	// slot, and reused, like the policy's.
+	slot := &m.limits[uint64(r*31+t)%uint64(len(m.limits))]
+	if c := slot.Load(); c != nil && c.r == r && c.t == t {
+		return c.value
+	}
 	var buf [80]byte
 	b := append(buf[:0], m.policyName...)
 	b = append(b, ";r="...)
-	b = strconv.AppendInt(b, sfInteger(q.Remaining), 10)
+	b = strconv.AppendInt(b, r, 10)
 	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, sfInteger(t), 10)
-	return string(b)
+	b = strconv.AppendInt(b, t, 10)
+	c := &limitCache{r: r, t: t, value: string(b)}
+	slot.Store(c)
+	return c.value
+}
+
+type limitCache struct {
+	r, t  int64
+	value string
 }
 
 // effectiveWindow is the time within which the client can use no more
-// than q.Remaining: until one more unit comes back. A limit that refills
-// at a steady rate (GCRA, the buckets) gets a unit back every
-// Window/Limit and the last of what it lacks at Reset, so the first of
-// them comes Reset less the others' time from now; a full one, once
-// emptied, gets its first back after one unit's time. For a window, whose
-// admissions come back when they leave it, the same steady rate is an
-// estimate, and Reset (until full) where the estimate falls below zero
-// (admissions that leave together). Without a Window, Reset.
+// than q.Remaining: until one more unit comes back. A window says when
+// (Next: its oldest admission leaves a sliding window, a fixed one ends).
+// A limit that refills at a steady rate (GCRA, the buckets) gets a unit
+// back every Window/Limit and the last of what it lacks at Reset, so the
+// first of them comes Reset less the others' time from now; a full one,
+// once emptied, gets its first back after one unit's time. Without a
+// Window, Reset.
 func effectiveWindow(q permits.Quota) time.Duration {
+	if q.Next > 0 {
+		return q.Next
+	}
 	if q.Window <= 0 || q.Limit <= 0 {
 		return q.Reset
 	}

@@ -53,6 +53,7 @@ type call[K comparable] struct {
 	n          int64 // stGranted: the instant granted at; refusals: RetryAfter in ns
 	remaining  int64 // the key's Remaining after the decision
 	reset      int64 // ns from the decision until the key is full again
+	nextUnit   int64 // ns from the decision until a unit comes back, when a window says (Decision.NextAt); else 0
 	tune       *tuning
 	op         op
 	status     status
@@ -68,7 +69,7 @@ func (s *shard[K]) newCall(ctx context.Context, o op, e *entry[K], cost, at int6
 		c = &call[K]{reply: make(chan struct{}, 2)}
 		c.node.Value = c
 	}
-	c.status, c.op, c.e, c.tune = 0, o, e, nil
+	c.status, c.op, c.e, c.tune, c.nextUnit = 0, o, e, nil, 0
 	c.node.Cost, c.arrival = cost, at
 	c.hasDL, c.closer = false, false
 	if dl, ok := ctx.Deadline(); ok {

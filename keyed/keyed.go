@@ -206,7 +206,7 @@ func (s *shard[K]) decided(a attempt[K], cost int64, full bool) (permits.Permit,
 // answer maps the owner's answer in c to the API and pools c.
 func (s *shard[K]) answer(ctx context.Context, c *call[K], e *entry[K], cost int64) (permits.Permit, permits.Quota, error) {
 	tmpl := s.template(e)
-	q := permits.Quota{Limit: tmpl.Capacity(), Remaining: c.remaining, Reset: time.Duration(c.reset), Window: quota.Window(tmpl)}
+	q := permits.Quota{Limit: tmpl.Capacity(), Remaining: c.remaining, Reset: time.Duration(c.reset), Next: time.Duration(c.nextUnit), Window: quota.Window(tmpl)}
 	st, n := c.status, c.n
 	s.recycle(c)
 	switch st {
@@ -301,6 +301,15 @@ func (l *Limiter[K]) ns(t time.Time) int64 {
 		return 0
 	}
 	return int64(t.Sub(l.epoch))
+}
+
+// until returns the ns from from (on the timeline) until t, at least 0,
+// or 0 for the zero Time: a decision's NextAt, when it has one.
+func (l *Limiter[K]) until(t time.Time, from int64) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(l.ns(t)-from, 0)
 }
 
 func (l *Limiter[K]) String() string { return fmt.Sprintf("keyed.Limiter(%s)", l.cfg.name) }

@@ -201,7 +201,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 			s.leave(e, held, now)
 			return
 		}
-		c.remaining, c.reset = d.Remaining, s.l.ns(d.ResetAt)-now
+		c.remaining, c.reset, c.nextUnit = d.Remaining, s.l.ns(d.ResetAt)-now, s.l.until(d.NextAt, now)
 		grant, known = max(s.l.ns(d.RetryAt), at+1), true
 	} else {
 		need := try || c.hasDL || s.l.cfg.maxWait >= 0 || s.l.cfg.maxQueue > 0
@@ -317,7 +317,7 @@ func (s *shard[K]) leave(e *entry[K], held bool, now int64) {
 // grant answers c with a grant at the instant at, decided by d.
 func (s *shard[K]) grant(c *call[K], at int64, d algorithms.Decision) {
 	s.granted.Add(1)
-	c.remaining, c.reset = d.Remaining, max(s.l.ns(d.ResetAt)-at, 0)
+	c.remaining, c.reset, c.nextUnit = d.Remaining, max(s.l.ns(d.ResetAt)-at, 0), s.l.until(d.NextAt, at)
 	s.reply(c, stGranted, at)
 }
 

@@ -24,6 +24,12 @@ type Quota struct {
 	// RetryAfter, on a refusal, is how long until the same cost could be
 	// admitted if nothing else is admitted first; 0 on a grant.
 	RetryAfter time.Duration
+	// Next is how long until one unit more than Remaining is admissible if
+	// nothing else is admitted, for a limit whose units come back when
+	// admissions leave a window (the oldest leaving a sliding window, a
+	// fixed window ending), or 0 when the limiter does not say: a limit
+	// that refills at a steady rate gets one back every Window/Limit.
+	Next time.Duration
 	// Window is how long the limit takes to come back from empty to full,
 	// the window of the policy that a server advertises (a GCRA of 100 per
 	// minute with a burst of 100: one minute), or 0 when the algorithm does

@@ -93,7 +93,7 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 				e.markTimed(ks)
 			}
 		case code < 0:
-			e.refuse(ks, r, code)
+			e.refuse(ks, r, code, kc.now)
 		default:
 			ks.left(r)
 			e.finish(r, stNever, 0, nil)
@@ -117,10 +117,11 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 	}
 }
 
-// refuse answers r, which Redis refused with code -wait (µs): its wait
-// ran past its deadline, or past what it may wait.
-func (e *engine) refuse(ks *keyState, r *request, code int64) {
+// refuse answers r, which Redis refused at its instant now (µs) with code
+// -wait (µs): its wait ran past its deadline, or past what it may wait.
+func (e *engine) refuse(ks *keyState, r *request, code, now int64) {
 	ks.left(r)
+	e.saw(r, ks, now)
 	st := stLimited
 	if r.op == opAcquire && r.dlBound {
 		st = stDeadline

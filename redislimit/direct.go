@@ -179,7 +179,7 @@ func (e *engine) lone(r *request) int {
 	e.gaveBack(kc) // the key's value after the call (kc gives nothing back)
 	ks.off = b.r - kc.now*1000
 	if code < 0 {
-		e.refuse(ks, r, code)
+		e.refuse(ks, r, code, kc.now)
 	} else {
 		ks.left(r)
 		// Granted at Redis's now: due the moment the answer came, as
@@ -188,6 +188,7 @@ func (e *engine) lone(r *request) int {
 			e.cfg.onGrant(code, r.cost)
 		}
 		r.ticket = kc.value
+		e.saw(r, ks, code)
 		e.finish(r, stGranted, ks.off+code*1000, nil)
 	}
 	e.forget(ks)

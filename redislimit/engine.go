@@ -648,7 +648,8 @@ func (e *engine) check(cost int64) error {
 }
 
 // acquire is Acquire for the Redis key name: the round trip and what its
-// answer means.
+// answer means. A refusal by the limit comes with its request, for what
+// the decision saw (Keyed's Quota).
 func (e *engine) acquire(ctx context.Context, name string, o op, cost int64) (*request, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -677,9 +678,9 @@ func (e *engine) acquire(ctx context.Context, name string, o op, cost int64) (*r
 	case stGranted:
 		return r, nil
 	case stLimited:
-		return nil, &permits.RateLimitError{RetryAfter: r.retry()}
+		return r, &permits.RateLimitError{RetryAfter: r.retry()}
 	case stDeadline:
-		return nil, &permits.RateLimitError{RetryAfter: r.retry(), Cause: context.DeadlineExceeded}
+		return r, &permits.RateLimitError{RetryAfter: r.retry(), Cause: context.DeadlineExceeded}
 	case stNever:
 		return nil, permits.CostExceedsCapacity(cost, e.q.burst)
 	case stUnavailable:

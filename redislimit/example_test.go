@@ -17,16 +17,12 @@ import (
 // Every process that uses the key "quota:api" with this rate and burst
 // shares one quota: here, two limiters stand for two processes.
 func Example() {
-	dir, _ := os.MkdirTemp("", "redislimit-example-")
-	defer os.RemoveAll(dir)
-	server, err := redistest.Start(dir) // a throwaway redis-server on loopback
+	client, stop, err := throwaway() // a redis-server on loopback
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer server.Close()
-	client := redis.NewClient(&redis.Options{Addr: server.Addr})
-	defer client.Close()
+	defer stop()
 
 	a, _ := redislimit.New(client, "quota:api", algorithms.PerMinute(2), 2)
 	defer a.Close()
@@ -49,16 +45,12 @@ func Example() {
 // A tokens-per-minute quota shared by two processes: a job acquires its
 // estimate and settles what it used, and the other process gets the rest.
 func ExampleWindow_Settle() {
-	dir, _ := os.MkdirTemp("", "redislimit-example-")
-	defer os.RemoveAll(dir)
-	server, err := redistest.Start(dir)
+	client, stop, err := throwaway() // a redis-server on loopback
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer server.Close()
-	client := redis.NewClient(&redis.Options{Addr: server.Addr})
-	defer client.Close()
+	defer stop()
 
 	limit := algorithms.PerMinute(10_000) // tokens
 	a, _ := redislimit.NewWindow(client, "quota:tokens", limit)
@@ -76,4 +68,24 @@ func ExampleWindow_Settle() {
 	// b before: true
 	// a settles: <nil>
 	// b after: <nil>
+}
+
+// throwaway starts a redis-server of its own in a temporary directory and
+// returns a client of it, and what closes the client and stops the server.
+func throwaway() (*redis.Client, func(), error) {
+	dir, err := os.MkdirTemp("", "redislimit-example-")
+	if err != nil {
+		return nil, nil, err
+	}
+	server, err := redistest.Start(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	client := redis.NewClient(&redis.Options{Addr: server.Addr})
+	return client, func() {
+		client.Close()
+		server.Close()
+		os.RemoveAll(dir)
+	}, nil
 }

@@ -19,6 +19,11 @@ import (
 // Redis hashes the first {...} of a key). Each key has its own FIFO line;
 // keys never wait for each other.
 //
+// Each decision can report the key's permits.Quota (TryAcquireQuota,
+// AcquireQuota), as every process sees it: httplimit.Middleware over a
+// Keyed sends a fleet's clients the RateLimit fields of the limit they
+// share.
+//
 // A Keyed is safe for concurrent use. Close it when done: it owns two
 // goroutines. It holds nothing for a key nobody is waiting on.
 type Keyed struct {
@@ -82,5 +87,3 @@ func (k *Keyed) Close() error {
 
 // Stats returns the counters, over every key.
 func (k *Keyed) Stats() Stats { return k.e.stats() }
-
-var _ permits.KeyedLimiter[string] = (*Keyed)(nil)

@@ -238,6 +238,7 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		if e.win != nil {
 			r.ticket = ident{w: s.ep, n: s.id, ok: true}
 		}
+		e.saw(r, ks, s.red)
 		// If its caller gave up at this very instant, the cancellation
 		// finds it gone. A GCRA's room it leaves is due, so nobody else can
 		// take it; a window's stays counted in Redis for a whole window

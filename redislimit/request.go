@@ -84,6 +84,15 @@ type request struct {
 	n      int64
 	err    error
 	ticket ident // stGranted: the value after the grant, if it was its call's last admission
+	seen   seen  // a GCRA's key as of the decision, for its Quota (quota.go)
+}
+
+// seen is what a GCRA's decision knew of its key: the TAT after the
+// latest call (Redis µs and ticks) and the Redis instant decided at (µs);
+// at is 0 when unknown.
+type seen struct {
+	tat pair
+	at  int64
 }
 
 // ident is a key's value up to its write count, W, F and N: the TAT and the

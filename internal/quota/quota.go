@@ -19,6 +19,9 @@ func Of(alg algorithms.Algorithm, d algorithms.Decision, now time.Time) permits.
 		Reset:     max(d.ResetAt.Sub(now), 0),
 		Window:    Window(alg),
 	}
+	if !d.NextAt.IsZero() {
+		q.Next = max(d.NextAt.Sub(now), 0)
+	}
 	if !d.Allowed {
 		q.RetryAfter = max(d.RetryAt.Sub(now), 1)
 		q.Reset = max(q.Reset, q.RetryAfter)

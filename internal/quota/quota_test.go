@@ -50,3 +50,18 @@ func TestOfAGrantAndARefusal(t *testing.T) {
 	assert.Equal(t, 2*time.Second, b.RetryAfter)
 	assert.Equal(t, 2*time.Second, b.Reset)
 }
+
+func TestOfAWindowSaysWhenItsNextUnitComesBack(t *testing.T) {
+	sw, err := algorithms.NewSlidingWindow(algorithms.PerMinute(4))
+	require.NoError(t, err)
+	t0 := time.Unix(1200, 0)
+	sw.AllowAt(t0, 1)
+	now := t0.Add(10 * time.Second)
+	q := quota.Of(sw, sw.AllowAt(now, 1), now)
+	assert.Equal(t, 50*time.Second, q.Next, "the admission of t0 leaves at t0+60s")
+	assert.Equal(t, time.Minute, q.Reset)
+
+	g, err := algorithms.NewGCRA(algorithms.PerMinute(4), 4)
+	require.NoError(t, err)
+	assert.Zero(t, quota.Of(g, g.AllowAt(t0, 1), t0).Next, "a steady rate: the server computes it")
+}

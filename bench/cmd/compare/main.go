@@ -54,7 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "a short run for CI: shorter measurements, fewer runs, scaled-down waiting scenarios")
 	d := fs.Duration("d", 200*time.Millisecond, "time per measurement of a per-call cost (quick: 20ms)")
 	count := fs.Int("count", 5, "runs of each subject for per-call costs; the waiting scenarios run (count+1)/2 times (quick: 3)")
-	only := fs.String("only", "", "run only the sections whose name matches this regexp: decision, rates, roundtrip, wait, storm, heap, pool, breaker, budget, retry, keyed, redis")
+	only := fs.String("only", "", "run only the sections whose name matches this regexp: decision, rates, roundtrip, wait, storm, heap, pool, breaker, budget, retry, keyed, middleware, redis")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run -C bench ./cmd/compare [flags]\n\n")
 		fs.PrintDefaults()
@@ -129,6 +129,7 @@ var sections = []section{
 	{"budget", func(r *runner, b *strings.Builder) { budgetSection(r, b) }},
 	{"retry", measureRetry},
 	{"keyed", keyedSection},
+	{"middleware", middlewareSection},
 	{"redis", redisSection},
 }
 

@@ -113,19 +113,34 @@ func (d *discard) WriteHeader(int)             {}
 // Middleware returns the subjects of a request through a handler that
 // writes nothing, from one of 1000 client addresses in turn: the bare
 // handler (the baseline), sluice's httplimit.Middleware over a keyed GCRA
-// keyed by IP, and httprate.LimitByIP. Every request passes: sluice's GCRA
-// is one unit a second with a burst of 10^8, so no key is ever full again
-// during a run (none is dropped and remade: the steady state of a server's
-// active clients); httprate's limit is 2^30 per second.
+// keyed by IP, enforcing and in shadow mode (WithShadow: the same decision
+// and fields, a refusal never sent), and httprate.LimitByIP. Every request
+// passes: sluice's GCRA is one unit a second with a burst of 10^8, so no
+// key is ever full again during a run (none is dropped and remade: the
+// steady state of a server's active clients); httprate's limit is 2^30
+// per second.
 func Middleware() []Micro {
+	return middleware(algorithms.PerSecond(1), 100_000_000, 1<<30, time.Second)
+}
+
+// MiddlewareRefused is Middleware with limits of one request an hour, so
+// that every request but each client's first is refused: sluice's
+// enforcing subject answers 429 with its problem body, the shadow one
+// calls its hook and serves the request, httprate answers 429.
+func MiddlewareRefused() []Micro { return middleware(algorithms.PerHour(1), 1, 1, time.Hour) }
+
+func middleware(rate algorithms.Rate, burst int64, peerLimit int, peerWindow time.Duration) []Micro {
 	reqs := make([]*http.Request, 1000)
 	for i := range reqs {
 		reqs[i], _ = http.NewRequest(http.MethodGet, "/", nil)
 		reqs[i].RemoteAddr = fmt.Sprintf("10.%d.%d.%d:4242", i>>16&255, i>>8&255, i&255)
 	}
 	var next atomic.Uint64
+	// Every client is served once before the loop is measured: each run
+	// makes its subject afresh, and a client's first request (its key, its
+	// state) is not the steady state measured here.
 	serve := func(h http.Handler) func(int) {
-		return func(n int) {
+		loop := func(n int) {
 			w := &discard{h: http.Header{}}
 			start := int(next.Add(uint64(n)) - uint64(n))
 			for i := range n {
@@ -133,12 +148,13 @@ func Middleware() []Micro {
 				h.ServeHTTP(w, reqs[(start+i)%len(reqs)])
 			}
 		}
+		loop(len(reqs))
+		return loop
 	}
 	bare := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	return []Micro{
-		{Name: "bare handler", New: func() (func(int), func(), error) { return serve(bare), func() {}, nil }},
-		{Name: "sluice httplimit", New: func() (func(int), func(), error) {
-			l, err := SluiceKeyed(algorithms.PerSecond(1), 100_000_000)
+	sluice := func(opts ...httplimit.Option) func() (func(int), func(), error) {
+		return func() (func(int), func(), error) {
+			l, err := SluiceKeyed(rate, burst)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -146,10 +162,15 @@ func Middleware() []Micro {
 			if err != nil {
 				return nil, nil, err
 			}
-			return serve(httplimit.Middleware(l, byIP)(bare)), func() { _ = l.Close() }, nil
-		}},
+			return serve(httplimit.Middleware(l, byIP, opts...)(bare)), func() { _ = l.Close() }, nil
+		}
+	}
+	return []Micro{
+		{Name: "bare handler", New: func() (func(int), func(), error) { return serve(bare), func() {}, nil }},
+		{Name: "sluice httplimit", New: sluice()},
+		{Name: "sluice httplimit shadow", New: sluice(httplimit.WithShadow(nil))},
 		{Name: "httprate LimitByIP", New: func() (func(int), func(), error) {
-			return serve(httprate.LimitBy(1<<30, time.Second, httprateByPeer)(bare)), func() {}, nil
+			return serve(httprate.LimitBy(peerLimit, peerWindow, httprateByPeer)(bare)), func() {}, nil
 		}},
 	}
 }
