@@ -225,10 +225,10 @@ func TestHostileLimiterTune(t *testing.T) {
 			for _, r := range rates {
 				err := l.SetRate(r)
 				if r.Validate() != nil {
-					if !errors.Is(err, algorithms.ErrInvalidConfig) {
+					if !errors.Is(err, permits.ErrInvalidConfig) {
 						t.Errorf("%s: SetRate(%+v) = %v, want ErrInvalidConfig", a.name, r, err)
 					}
-				} else if err != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+				} else if err != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 					t.Errorf("%s: SetRate(%+v) = %v", a.name, r, err)
 				}
 				_, _ = l.TryAcquire(1)
@@ -241,11 +241,11 @@ func TestHostileLimiterTune(t *testing.T) {
 						t.Errorf("%s: SetBurst(%d) = %v, want ErrNotTunable", a.name, b, err)
 					}
 				case b < 1:
-					if !errors.Is(err, algorithms.ErrInvalidConfig) {
+					if !errors.Is(err, permits.ErrInvalidConfig) {
 						t.Errorf("%s: SetBurst(%d) = %v, want ErrInvalidConfig", a.name, b, err)
 					}
 				default:
-					if err != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+					if err != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 						t.Errorf("%s: SetBurst(%d) = %v", a.name, b, err)
 					}
 				}
@@ -349,7 +349,7 @@ func TestHostileLane(t *testing.T) {
 	testutil.Within(t, 5*time.Second, "lanes", func() {
 		for _, b := range bad {
 			_, err := l.Lane(b.name, b.weight, b.opts...)
-			if !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Errorf("Lane(%q, %d, %v) = %v, want ErrInvalidConfig", b.name, b.weight, b.opts, err)
 			}
 		}
@@ -363,7 +363,7 @@ func TestHostileLane(t *testing.T) {
 			t.Errorf("Lane(a,2) = %v, want ErrLaneExists", err)
 		}
 		for _, s := range []float64{-1, -1e-300, 0.5000001, 1, math.NaN(), math.Inf(1), math.Inf(-1)} {
-			if err := l.SetPriorityFloor(s); !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if err := l.SetPriorityFloor(s); !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Errorf("SetPriorityFloor(%v) = %v, want ErrInvalidConfig", s, err)
 			}
 		}
@@ -491,7 +491,7 @@ func TestHostileLimiterContexts(t *testing.T) {
 func TestHostilePool(t *testing.T) {
 	for _, n := range []int64{0, -1, math.MinInt64, 1 << 62, math.MaxInt64} {
 		p, err := actor.NewPool(n)
-		if !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("NewPool(%d) = %v", n, err)
 		}
 		if p != nil {

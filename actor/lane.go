@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/internal/sat"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/scheduler"
@@ -80,7 +80,7 @@ func WithPriority(p int) LaneOption {
 // request. Requests made on the Limiter itself are a lane of weight 1 at
 // priority 0 of their own.
 //
-// It fails with an error matching algorithms.ErrInvalidConfig for an empty
+// It fails with an error matching permits.ErrInvalidConfig for an empty
 // name, one longer than MaxLaneName bytes, one that is not valid UTF-8 or
 // holds a control character, a weight outside [1, MaxLaneWeight] or a
 // priority outside [0, MaxPriority]; with ErrLaneExists for a name taken
@@ -127,19 +127,19 @@ func (l *Limiter) Lane(name string, weight int, opts ...LaneOption) (*Lane, erro
 func checkLane(name string, weight, priority int) error {
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: a lane needs a name", algorithms.ErrInvalidConfig)
+		return configerr.Errorf("actor", "a lane needs a name")
 	case len(name) > MaxLaneName:
-		return fmt.Errorf("%w: lane name of %d bytes, at most %d", algorithms.ErrInvalidConfig, len(name), MaxLaneName)
+		return configerr.Errorf("actor", "lane name of %d bytes, at most %d", len(name), MaxLaneName)
 	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: lane name %q is not valid UTF-8", algorithms.ErrInvalidConfig, name)
+		return configerr.Errorf("actor", "lane name %q is not valid UTF-8", name)
 	case weight < 1 || weight > MaxLaneWeight:
-		return fmt.Errorf("%w: lane %q: weight must be in [1, %d], got %d", algorithms.ErrInvalidConfig, name, MaxLaneWeight, weight)
+		return configerr.Errorf("actor", "lane %q: weight must be in [1, %d], got %d", name, MaxLaneWeight, weight)
 	case priority < 0 || priority > MaxPriority:
-		return fmt.Errorf("%w: lane %q: priority must be in [0, %d], got %d", algorithms.ErrInvalidConfig, name, MaxPriority, priority)
+		return configerr.Errorf("actor", "lane %q: priority must be in [0, %d], got %d", name, MaxPriority, priority)
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: lane name %q holds a control character", algorithms.ErrInvalidConfig, name)
+			return configerr.Errorf("actor", "lane name %q holds a control character", name)
 		}
 	}
 	return nil
@@ -192,7 +192,7 @@ func (l *Limiter) lanesOnce() *laneSet {
 // has 9% and 0 has 1%; with only 2 and 0 waiting, 90% and 10%
 // (docs/fairness.md). Within a priority, the lanes share by weight.
 //
-// It fails with an error matching algorithms.ErrInvalidConfig for a share
+// It fails with an error matching permits.ErrInvalidConfig for a share
 // outside [0, 0.5] (above a half the lower priorities would come first),
 // and with permits.ErrClosed once closed. Shares are kept to a millionth,
 // and a positive share below that counts as one millionth.
@@ -200,7 +200,7 @@ func (l *Limiter) lanesOnce() *laneSet {
 // without lanes keeps its FIFO.
 func (l *Limiter) SetPriorityFloor(share float64) error {
 	if !(share >= 0 && share <= 0.5) {
-		return fmt.Errorf("%w: priority floor must be in [0, 0.5], got %v", algorithms.ErrInvalidConfig, share)
+		return configerr.Errorf("actor", "priority floor must be in [0, 0.5], got %v", share)
 	}
 	if l.rt.closed.Load() {
 		return permits.ErrClosed

@@ -394,7 +394,7 @@ func TestLaneErrors(t *testing.T) {
 			{"p8", 1, actor.MaxPriority + 1, "got 8"},
 		} {
 			_, err := l.Lane(c.name, c.weight, actor.WithPriority(c.priority))
-			assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, "%q", c.name)
+			assert.ErrorIs(t, err, permits.ErrInvalidConfig, "%q", c.name)
 			assert.ErrorContains(t, err, c.says)
 		}
 		a, err := l.Lane("a", 2, nil) // nil options are ignored
@@ -411,7 +411,7 @@ func TestLaneErrors(t *testing.T) {
 		assert.Equal(t, 2, a.Weight())
 		assert.Same(t, l, a.Limiter())
 		for _, bad := range []float64{-0.1, 0.51, math.NaN(), math.Inf(1)} {
-			assert.ErrorIs(t, l.SetPriorityFloor(bad), algorithms.ErrInvalidConfig, "%v", bad)
+			assert.ErrorIs(t, l.SetPriorityFloor(bad), permits.ErrInvalidConfig, "%v", bad)
 		}
 		_, err = a.Acquire(context.Background(), 0)
 		assert.ErrorIs(t, err, permits.ErrInvalidCost)

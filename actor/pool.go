@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/scheduler"
 )
@@ -51,11 +52,11 @@ type Pool struct {
 }
 
 // NewPool returns a Pool of size cost units and starts its goroutine. It
-// fails, matching algorithms.ErrInvalidConfig, for a size below 1 or at
+// fails, matching permits.ErrInvalidConfig, for a size below 1 or at
 // least 2^62.
 func NewPool(size int64, opts ...PoolOption) (*Pool, error) {
 	if size < 1 || size >= poolGate {
-		return nil, fmt.Errorf("%w: pool size must be in [1, 2^62), got %d", algorithms.ErrInvalidConfig, size)
+		return nil, configerr.Errorf("actor", "pool size must be in [1, 2^62), got %d", size)
 	}
 	cfg := defaults()
 	for _, o := range opts {

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/actor"
-	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -101,7 +100,7 @@ func (w *poolWaiters) release(id int) {
 func TestNewPoolValidatesSize(t *testing.T) {
 	for _, size := range []int64{0, -1, 1 << 62} {
 		_, err := actor.NewPool(size)
-		assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, "size %d", size)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig, "size %d", size)
 	}
 }
 

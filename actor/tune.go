@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/internal/quota"
 	"github.com/sluicehq/sluice/permits"
 )
@@ -25,7 +26,7 @@ var ErrNotTunable = errors.New("sluice: the algorithm cannot change its rate or 
 // waiters are re-timed at once, in order; nothing already granted is taken
 // back (the units still owed are paid at the new rate); the lock-free paths
 // see the new rate atomically. It fails, changing nothing, with an error
-// matching algorithms.ErrInvalidConfig for an invalid rate, ErrNotTunable
+// matching permits.ErrInvalidConfig for an invalid rate, ErrNotTunable
 // when the algorithm cannot change, and permits.ErrClosed once closed.
 func (l *Limiter) SetRate(rate algorithms.Rate) error { return l.tune(rate, 0) }
 
@@ -40,7 +41,7 @@ func (l *Limiter) SetBurst(burst int64) error {
 		return l.tune(algorithms.Rate{}, 1)
 	}
 	if burst < 1 {
-		return fmt.Errorf("%w: burst must be positive, got %d", algorithms.ErrInvalidConfig, burst)
+		return configerr.Errorf("actor", "burst must be positive, got %d", burst)
 	}
 	return l.tune(algorithms.Rate{}, burst)
 }
@@ -224,7 +225,7 @@ func (p *ratePolicy) tune(now int64, rate algorithms.Rate, burst int64) error {
 		err = t.SetRateAt(p.t(now), rate)
 	}
 	if err != nil {
-		if burst > 0 && errors.Is(err, algorithms.ErrInvalidConfig) && !p.hasBurst() {
+		if burst > 0 && errors.Is(err, permits.ErrInvalidConfig) && !p.hasBurst() {
 			return fmt.Errorf("%w: %v", ErrNotTunable, err)
 		}
 		return err

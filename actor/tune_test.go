@@ -82,7 +82,7 @@ func TestSetBurstFailsWaitersThatNoLongerFit(t *testing.T) {
 		assert.Less(t, at[0], at[2])
 		_, err = l.Acquire(context.Background(), 4)
 		assert.ErrorIs(t, err, permits.ErrCostExceedsCapacity)
-		assert.ErrorIs(t, l.SetBurst(0), algorithms.ErrInvalidConfig)
+		assert.ErrorIs(t, l.SetBurst(0), permits.ErrInvalidConfig)
 	})
 }
 
@@ -97,7 +97,7 @@ func TestSetRateErrors(t *testing.T) {
 		l = actor.New(w)
 		assert.ErrorIs(t, l.SetBurst(5), actor.ErrNotTunable, "a window has no burst")
 		assert.NoError(t, l.SetRate(algorithms.PerSecond(20)))
-		assert.ErrorIs(t, l.SetRate(algorithms.Rate{}), algorithms.ErrInvalidConfig)
+		assert.ErrorIs(t, l.SetRate(algorithms.Rate{}), permits.ErrInvalidConfig)
 		require.NoError(t, l.Close())
 		assert.ErrorIs(t, l.SetRate(algorithms.PerSecond(5)), permits.ErrClosed)
 		assert.ErrorIs(t, l.Pause(time.Now().Add(time.Second)), permits.ErrClosed)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // The cells' property tests drive a Cells with a few cells through random
@@ -364,7 +365,7 @@ func TestNewCellsRefusesWhatItCannotHold(t *testing.T) {
 		{algorithms.Rate{Count: 1<<31 + 1, Per: time.Second}, 1}, // 2^31+1 ticks per ns: no one-word form
 		{algorithms.Every(time.Hour), 1 << 40},                   // a span of millions of years
 	} {
-		if _, err := algorithms.NewCells(c.rate, c.burst); !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if _, err := algorithms.NewCells(c.rate, c.burst); !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("NewCells(%v, %d) = %v, want ErrInvalidConfig", c.rate, c.burst, err)
 		}
 	}

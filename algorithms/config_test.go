@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // maxSpan is the longest span the package accepts: 2^60 ns, about 36 years.
@@ -113,7 +114,7 @@ func TestConstructorsRejectInvalidConfig(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a, err := c.new()
-			if !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Fatalf("err = %v, want one matching ErrInvalidConfig", err)
 			}
 			if !isNil(a) {
@@ -167,7 +168,7 @@ func second[T any](_ T, err error) error { return err }
 
 func TestRateValidate(t *testing.T) {
 	for _, r := range []algorithms.Rate{{}, {Count: 1}, {Per: time.Second}, {Count: -1, Per: time.Second}, {Count: 1, Per: -1}, {Count: 1, Per: math.MaxInt64}} {
-		if err := r.Validate(); !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if err := r.Validate(); !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("Rate%+v.Validate() = %v, want ErrInvalidConfig", r, err)
 		}
 	}
@@ -231,7 +232,7 @@ func TestParseRateRejects(t *testing.T) {
 		{"1/9223372036854775807ns", "too long"},
 	} {
 		r, err := algorithms.ParseRate(c.in)
-		if !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("ParseRate(%q) = %v, %v; want an error matching ErrInvalidConfig", c.in, r, err)
 			continue
 		}

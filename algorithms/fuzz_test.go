@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // FuzzParseRate: ParseRate never panics, its errors match ErrInvalidConfig,
@@ -24,7 +25,7 @@ func FuzzParseRate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := algorithms.ParseRate(s)
 		if err != nil {
-			if !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Fatalf("ParseRate(%q) error %v does not match ErrInvalidConfig", s, err)
 			}
 			return
@@ -139,7 +140,7 @@ func fuzzAlgorithms(t *testing.T, count, per, capacity int64, steps []byte) {
 func checkRefused(t *testing.T, label string, errs ...error) {
 	t.Helper()
 	for _, err := range errs {
-		if !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Fatalf("%s: error %v does not match ErrInvalidConfig", label, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // rdWithin runs fn, failing the test on a panic or if it takes longer than d.
@@ -104,7 +105,7 @@ func TestHostileConstructors(t *testing.T) {
 				var err error
 				testutil.Within(t, 5*time.Second, name+" ctor", func() { alg, err = c.make(r, n) })
 				if err != nil {
-					if !errors.Is(err, algorithms.ErrInvalidConfig) {
+					if !errors.Is(err, permits.ErrInvalidConfig) {
 						t.Errorf("%s: error %v does not match ErrInvalidConfig", name, err)
 					}
 					if !rdNilAlg(alg) {
@@ -221,7 +222,7 @@ func rdExercise(t *testing.T, name string, alg algorithms.Algorithm) {
 	if tu, ok := alg.(algorithms.Tunable); ok {
 		for _, r := range rdRates {
 			err := tu.SetRateAt(latest, r)
-			if err != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if err != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Errorf("%s: SetRateAt(%v) error %v does not match ErrInvalidConfig", name, r, err)
 			}
 			if err == nil && r.Validate() != nil {
@@ -231,7 +232,7 @@ func rdExercise(t *testing.T, name string, alg algorithms.Algorithm) {
 		}
 		for _, n := range rdSizes {
 			err := tu.SetBurstAt(latest, n)
-			if err != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if err != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Errorf("%s: SetBurstAt(%d) error %v does not match ErrInvalidConfig", name, n, err)
 			}
 			if err == nil && n < 1 {
@@ -251,7 +252,7 @@ func TestHostileValidate(t *testing.T) {
 		if bad && err == nil {
 			t.Errorf("Validate(%+v) = nil, want error", r)
 		}
-		if err != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if err != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v, not ErrInvalidConfig", r, err)
 		}
 		s := r.String()
@@ -289,7 +290,7 @@ func TestHostileParseRate(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("ParseRate(%q) error %v does not match ErrInvalidConfig", s, err)
 		}
 	}
@@ -302,7 +303,7 @@ func TestHostileHelpers(t *testing.T) {
 		algorithms.PerSecond(0), algorithms.PerSecond(-1), algorithms.PerMinute(math.MinInt64),
 		algorithms.PerHour(0), algorithms.Every(0), algorithms.Every(-time.Second), algorithms.Every(math.MinInt64),
 	} {
-		if _, err := algorithms.NewGCRA(r, 1); !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if _, err := algorithms.NewGCRA(r, 1); !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("NewGCRA(%+v) err = %v", r, err)
 		}
 	}
@@ -378,7 +379,7 @@ func TestHostileCells(t *testing.T) {
 			var err error
 			testutil.Within(t, 5*time.Second, name, func() { cs, err = algorithms.NewCells(r, n) })
 			if err != nil {
-				if !errors.Is(err, algorithms.ErrInvalidConfig) {
+				if !errors.Is(err, permits.ErrInvalidConfig) {
 					t.Errorf("%s: %v not ErrInvalidConfig", name, err)
 				}
 				continue

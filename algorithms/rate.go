@@ -1,20 +1,22 @@
 package algorithms
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/configerr"
 )
 
-// ErrInvalidConfig is matched, with errors.Is, by every error a constructor
-// or ParseRate returns for a configuration it cannot honour.
-var ErrInvalidConfig = errors.New("sluice: invalid configuration")
+// ErrInvalidConfig is permits.ErrInvalidConfig, the one error that every
+// configuration error of sluice matches.
+//
+// Deprecated: match permits.ErrInvalidConfig, the same error.
+var ErrInvalidConfig = configerr.ErrInvalid
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-}
+// invalid is a configuration error, matching permits.ErrInvalidConfig.
+func invalid(format string, args ...any) error { return configerr.Errorf("sluice", format, args...) }
 
 // Rate is Count cost units per period Per. The zero Rate is invalid.
 type Rate struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // Issue 13: rates that change while they run, and costs settled after the
@@ -92,16 +93,16 @@ func TestSetRateRejectsBadConfigurations(t *testing.T) {
 		a := r.create(5, time.Second)
 		tune := a.(algorithms.Tunable)
 		for _, bad := range []algorithms.Rate{{}, {Count: -1, Per: time.Second}, {Count: 1, Per: -time.Second}} {
-			if err := tune.SetRateAt(t0, bad); !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if err := tune.SetRateAt(t0, bad); !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Errorf("SetRateAt(%v) = %v, want ErrInvalidConfig", bad, err)
 			}
 		}
 		err := tune.SetBurstAt(t0, 0)
-		if !errors.Is(err, algorithms.ErrInvalidConfig) {
+		if !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("SetBurstAt(0) = %v, want ErrInvalidConfig", err)
 		}
 		if r.family != bucketFamily {
-			if err := tune.SetBurstAt(t0, 3); !errors.Is(err, algorithms.ErrInvalidConfig) {
+			if err := tune.SetBurstAt(t0, 3); !errors.Is(err, permits.ErrInvalidConfig) {
 				t.Errorf("a window's SetBurstAt(3) = %v, want ErrInvalidConfig", err)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/internal/window"
+	"github.com/sluicehq/sluice/permits"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -116,7 +117,7 @@ func TestInvalidConfig(t *testing.T) {
 		"nil IsFailure":         breaker.WithIsFailure(nil),
 	} {
 		b, err := breaker.New(opt)
-		if !errors.Is(err, breaker.ErrInvalidConfig) || b != nil {
+		if !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 			t.Errorf("%s: New = %v, %v; want nil, ErrInvalidConfig", name, b, err)
 		}
 	}

@@ -4,11 +4,16 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/configerr"
 )
 
 var (
-	// ErrInvalidConfig is matched, with errors.Is, by every error New returns.
-	ErrInvalidConfig = errors.New("breaker: invalid configuration")
+	// ErrInvalidConfig is permits.ErrInvalidConfig, the one error that every
+	// configuration error of sluice matches.
+	//
+	// Deprecated: match permits.ErrInvalidConfig, the same error.
+	ErrInvalidConfig = configerr.ErrInvalid
 	// ErrOpen is matched, with errors.Is, by the *OpenError returned for a
 	// call the breaker refused.
 	ErrOpen = errors.New("breaker: open")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/permits"
 )
 
 func TestHostileBreakerOptions(t *testing.T) {
@@ -28,7 +29,7 @@ func TestHostileBreakerOptions(t *testing.T) {
 	}
 	for i, o := range bad {
 		b, err := breaker.New(o)
-		if !errors.Is(err, breaker.ErrInvalidConfig) || b != nil {
+		if !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 			t.Errorf("bad option %d: New = %v, %v", i, b, err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // Ways the breaker could get stuck for good or mislead its callers, each
@@ -190,10 +191,10 @@ func TestFnPanicWinsOverHookPanic(t *testing.T) {
 // TestNilOptionAndLastOptionWins: a nil option is an error, not a nil dereference, and
 // the last of two options wins even when an earlier one was invalid.
 func TestNilOptionAndLastOptionWins(t *testing.T) {
-	if b, err := breaker.New(nil); !errors.Is(err, breaker.ErrInvalidConfig) || b != nil {
+	if b, err := breaker.New(nil); !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 		t.Fatalf("New(nil) = %v, %v; want ErrInvalidConfig", b, err)
 	}
-	if b, err := breaker.New(breaker.WithConsecutiveFailures(2), nil); !errors.Is(err, breaker.ErrInvalidConfig) || b != nil {
+	if b, err := breaker.New(breaker.WithConsecutiveFailures(2), nil); !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 		t.Fatalf("New(opt, nil) = %v, %v; want ErrInvalidConfig", b, err)
 	}
 	for name, opts := range map[string][]breaker.Option{
@@ -207,7 +208,7 @@ func TestNilOptionAndLastOptionWins(t *testing.T) {
 			t.Errorf("%s: the last option should win: %v", name, err)
 		}
 	}
-	if _, err := breaker.New(breaker.WithOpenTimeout(time.Second), breaker.WithOpenTimeout(0)); !errors.Is(err, breaker.ErrInvalidConfig) {
+	if _, err := breaker.New(breaker.WithOpenTimeout(time.Second), breaker.WithOpenTimeout(0)); !errors.Is(err, permits.ErrInvalidConfig) {
 		t.Errorf("an invalid last option was accepted: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/permits"
 )
 
 func TestInvalidNewOptions(t *testing.T) {
@@ -23,7 +24,7 @@ func TestInvalidNewOptions(t *testing.T) {
 		"negative slow":          breaker.WithSlowCallThreshold(-time.Second),
 	} {
 		b, err := breaker.New(opt)
-		if !errors.Is(err, breaker.ErrInvalidConfig) || b != nil {
+		if !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 			t.Errorf("%s: New = %v, %v; want nil, ErrInvalidConfig", name, b, err)
 		}
 	}

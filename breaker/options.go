@@ -1,10 +1,10 @@
 package breaker
 
 import (
-	"fmt"
 	"math"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/internal/window"
 )
 
@@ -261,7 +261,7 @@ func (c *config) check() error {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	return configerr.Errorf("breaker", format, args...)
 }
 
 // grow returns the open timeout that follows d when the breaker reopens

@@ -1,18 +1,20 @@
 package budget
 
 import (
-	"errors"
-	"fmt"
 	"math"
 	"math/bits"
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/internal/window"
 )
 
-// ErrInvalidConfig is matched, with errors.Is, by every error New returns.
-var ErrInvalidConfig = errors.New("budget: invalid configuration")
+// ErrInvalidConfig is permits.ErrInvalidConfig, the one error that every
+// configuration error of sluice matches.
+//
+// Deprecated: match permits.ErrInvalidConfig, the same error.
+var ErrInvalidConfig = configerr.ErrInvalid
 
 // Defaults and limits of the options.
 const (
@@ -222,5 +224,5 @@ func (b *RetryBudget) elapsed() time.Duration {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	return configerr.Errorf("budget", format, args...)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/budget"
 	"github.com/sluicehq/sluice/internal/testutil"
+	"github.com/sluicehq/sluice/permits"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -70,7 +71,7 @@ func TestInvalidConfig(t *testing.T) {
 		"percent NaN":      budget.WithPercentCanRetry(math.NaN()),
 	} {
 		b, err := budget.New(opt)
-		if !errors.Is(err, budget.ErrInvalidConfig) || b != nil {
+		if !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 			t.Errorf("%s: New = %v, %v; want nil, ErrInvalidConfig", name, b, err)
 		}
 	}

@@ -8,12 +8,13 @@ import (
 	"unsafe"
 
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // TestNilOption: a nil option is an error, not a nil dereference.
 func TestNilOption(t *testing.T) {
 	for _, opts := range [][]budget.Option{{nil}, {budget.WithTTL(budget.MinTTL), nil}} {
-		if b, err := budget.New(opts...); !errors.Is(err, budget.ErrInvalidConfig) || b != nil {
+		if b, err := budget.New(opts...); !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 			t.Errorf("New(%v) = %v, %v; want ErrInvalidConfig", opts, b, err)
 		}
 	}
@@ -34,7 +35,7 @@ func TestFinaglesPercentRange(t *testing.T) {
 		}
 	}
 	for _, p := range []float64{1000.000001, 1e300} {
-		if _, err := budget.New(budget.WithPercentCanRetry(p)); !errors.Is(err, budget.ErrInvalidConfig) {
+		if _, err := budget.New(budget.WithPercentCanRetry(p)); !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("WithPercentCanRetry(%v): %v, want ErrInvalidConfig", p, err)
 		}
 	}

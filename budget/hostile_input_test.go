@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/permits"
 )
 
 func TestHostileBudgetOptions(t *testing.T) {
@@ -22,7 +23,7 @@ func TestHostileBudgetOptions(t *testing.T) {
 	}
 	for i, o := range bad {
 		b, err := budget.New(o)
-		if !errors.Is(err, budget.ErrInvalidConfig) || b != nil {
+		if !errors.Is(err, permits.ErrInvalidConfig) || b != nil {
 			t.Errorf("bad option %d: New = %v, %v", i, b, err)
 		}
 	}

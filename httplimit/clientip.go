@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/configerr"
 )
 
 // IPOption configures KeyByIP.
@@ -83,7 +85,7 @@ func ProxyHeader(name string) IPOption {
 		case "X-Real-Ip":
 			c.header = headerRealIP
 		default:
-			c.err = errors.Join(c.err, fmt.Errorf("%w: proxy header %q is none of X-Forwarded-For, Forwarded, X-Real-IP", ErrInvalidConfig, name))
+			c.err = errors.Join(c.err, configerr.Errorf("httplimit", "proxy header %q is none of X-Forwarded-For, Forwarded, X-Real-IP", name))
 		}
 	})
 }
@@ -95,7 +97,7 @@ func ProxyHeader(name string) IPOption {
 func IPv6Prefix(bits int) IPOption {
 	return ipOptionFunc(func(c *ipConfig) {
 		if bits < 1 || bits > 128 {
-			c.err = errors.Join(c.err, fmt.Errorf("%w: IPv6 prefix must be 1 to 128 bits, got %d", ErrInvalidConfig, bits))
+			c.err = errors.Join(c.err, configerr.Errorf("httplimit", "IPv6 prefix must be 1 to 128 bits, got %d", bits))
 			return
 		}
 		c.v6bits = bits
@@ -249,7 +251,7 @@ func parseTrusted(s string) (netip.Prefix, error) {
 	if err != nil {
 		a, aerr := netip.ParseAddr(s)
 		if aerr != nil {
-			return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q is neither a CIDR nor an address", ErrInvalidConfig, s)
+			return netip.Prefix{}, configerr.Errorf("httplimit", "trusted proxy %q is neither a CIDR nor an address", s)
 		}
 		a = a.WithZone("").Unmap()
 		return netip.PrefixFrom(a, a.BitLen()), nil
@@ -258,7 +260,7 @@ func parseTrusted(s string) (netip.Prefix, error) {
 		// Addresses are compared unmapped, so a mapped CIDR as written
 		// would match nothing.
 		if p.Bits() < 96 {
-			return netip.Prefix{}, fmt.Errorf("%w: trusted proxy %q mixes IPv4-mapped and other IPv6 addresses: name the IPv4 part as IPv4", ErrInvalidConfig, s)
+			return netip.Prefix{}, configerr.Errorf("httplimit", "trusted proxy %q mixes IPv4-mapped and other IPv6 addresses: name the IPv4 part as IPv4", s)
 		}
 		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 	}

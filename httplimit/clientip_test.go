@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/permits"
 )
 
 func TestEveryFormOfForwardedIsRead(t *testing.T) {
@@ -56,7 +57,7 @@ func TestKeyByIPRefusesWhatItCannotUse(t *testing.T) {
 		httplimit.IPv6Prefix(129),
 	} {
 		_, err := httplimit.KeyByIP(opt)
-		assert.ErrorIs(t, err, httplimit.ErrInvalidConfig)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig)
 	}
 	for _, mapped := range []string{"::ffff:10.0.0.0/104", "::ffff:10.1.2.3", "::ffff:0:0/96"} {
 		k := byIP(t, httplimit.TrustProxies(mapped))

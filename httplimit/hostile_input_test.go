@@ -434,15 +434,15 @@ func TestHostileTransportHostileCosts(t *testing.T) {
 	}
 	// NewTransport hostile options
 	for _, d := range []time.Duration{0, -1, math.MinInt64} {
-		if _, err := httplimit.NewTransport(l, httplimit.WithMaxPause(d)); !errors.Is(err, httplimit.ErrInvalidConfig) {
+		if _, err := httplimit.NewTransport(l, httplimit.WithMaxPause(d)); !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("WithMaxPause(%v) = %v", d, err)
 		}
 	}
-	if _, err := httplimit.NewTransport(nil); !errors.Is(err, httplimit.ErrInvalidConfig) {
+	if _, err := httplimit.NewTransport(nil); !errors.Is(err, permits.ErrInvalidConfig) {
 		t.Errorf("NewTransport(nil) = %v", err)
 	}
 	for _, o := range []retry.Option{retry.WithMaxAttempts(0), retry.WithBackoff(-1, 0), retry.WithMaxElapsed(-1), nil} {
-		if _, err := httplimit.NewTransport(l, httplimit.WithRetry(o)); !errors.Is(err, httplimit.ErrInvalidConfig) {
+		if _, err := httplimit.NewTransport(l, httplimit.WithRetry(o)); !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("WithRetry(%v) = %v", o, err)
 		}
 	}

@@ -3,7 +3,6 @@ package httplimit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -25,9 +25,11 @@ var ErrNotRetried = errors.New("httplimit: an attempt failed with an error that 
 // WithAttemptTimeout.
 var ErrAttemptTimeout = errors.New("httplimit: the attempt timed out")
 
-// ErrInvalidConfig is matched by the errors of NewTransport and KeyByIP:
-// an option outside its documented range.
-var ErrInvalidConfig = errors.New("httplimit: invalid configuration")
+// ErrInvalidConfig is permits.ErrInvalidConfig, the one error that every
+// configuration error of sluice matches.
+//
+// Deprecated: match permits.ErrInvalidConfig, the same error.
+var ErrInvalidConfig = configerr.ErrInvalid
 
 // Pauser is a limiter that an upstream can make back off as a whole:
 // actor.Limiter is one. Pause(until) grants nothing before until, and a
@@ -115,7 +117,7 @@ type Transport struct {
 // retry refuses.
 func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, error) {
 	if lim == nil {
-		return nil, fmt.Errorf("%w: a nil limiter (use permits.Unlimited for none)", ErrInvalidConfig)
+		return nil, configerr.Errorf("httplimit", "a nil limiter (use permits.Unlimited for none)")
 	}
 	cfg := transportConfig{cost: defaultCost, maxPause: DefaultMaxPause, statuses: DefaultRetryStatuses}
 	for _, o := range opts {
@@ -124,7 +126,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		}
 	}
 	if cfg.maxPause <= 0 {
-		return nil, fmt.Errorf("%w: the pause cap must be positive, got %v", ErrInvalidConfig, cfg.maxPause)
+		return nil, configerr.Errorf("httplimit", "the pause cap must be positive, got %v", cfg.maxPause)
 	}
 	if cfg.base == nil {
 		cfg.base = http.DefaultTransport
@@ -137,12 +139,12 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		cfg.budget = b
 	}
 	if cfg.attemptTimeout < 0 {
-		return nil, fmt.Errorf("%w: the attempt timeout must not be negative, got %v", ErrInvalidConfig, cfg.attemptTimeout)
+		return nil, configerr.Errorf("httplimit", "the attempt timeout must not be negative, got %v", cfg.attemptTimeout)
 	}
 	statuses := map[int]bool{}
 	for _, code := range cfg.statuses {
 		if code < 400 || code > 599 {
-			return nil, fmt.Errorf("%w: retry status %d is not a 4xx or 5xx", ErrInvalidConfig, code)
+			return nil, configerr.Errorf("httplimit", "retry status %d is not a 4xx or 5xx", code)
 		}
 		statuses[code] = true
 	}
@@ -167,7 +169,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		retry.WithBudget(cfg.budget), retry.WithClassifier(classify), retry.WithOnRetry(t.onRetry))
 	policy, err := retry.New(ropts...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, configerr.Errorf("httplimit", "%w", err)
 	}
 	t.policy = policy
 	return t, nil

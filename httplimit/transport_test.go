@@ -812,7 +812,7 @@ func TestNewTransportValidates(t *testing.T) {
 		{"a nil retry option", permits.Unlimited, []httplimit.TransportOption{httplimit.WithRetry(nil)}},
 	} {
 		_, err := httplimit.NewTransport(c.lim, c.opts...)
-		assert.ErrorIs(t, err, httplimit.ErrInvalidConfig, c.name)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig, c.name)
 	}
 	tr, err := httplimit.NewTransport(permits.Unlimited, nil, httplimit.WithBase(nil), httplimit.WithRequestCost(nil), httplimit.WithSettle(nil))
 	require.NoError(t, err, "nil options are ignored")

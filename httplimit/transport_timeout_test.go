@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
 )
 
@@ -44,9 +45,9 @@ func TestAnAttemptTimeoutIsAnErrorOfItsOwn(t *testing.T) {
 		assert.ErrorIs(t, err, httplimit.ErrAttemptTimeout)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		_, err = httplimit.NewTransport(fast(t), httplimit.WithAttemptTimeout(-time.Second))
-		assert.ErrorIs(t, err, httplimit.ErrInvalidConfig)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig)
 		_, err = httplimit.NewTransport(fast(t), httplimit.WithRetryStatuses(200))
-		assert.ErrorIs(t, err, httplimit.ErrInvalidConfig)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/configerr"
 )
 
 // ErrTooManyKeys is matched by the error a Limiter returns, at once and
@@ -20,9 +21,11 @@ var ErrTooManyKeys = errors.New("keyed: too many live keys")
 // so it is refused rather than given a fresh, full limit every time.
 var ErrInvalidKey = errors.New("keyed: invalid key")
 
-// ErrInvalidConfig is matched by every error New returns for options or a
-// constructor it cannot use.
-var ErrInvalidConfig = errors.New("keyed: invalid configuration")
+// ErrInvalidConfig is permits.ErrInvalidConfig, the one error that every
+// configuration error of sluice matches.
+//
+// Deprecated: match permits.ErrInvalidConfig, the same error.
+var ErrInvalidConfig = configerr.ErrInvalid
 
 // ErrNotTunable is matched by the error of SetRate or SetBurst for a key
 // whose algorithm cannot change (it does not implement algorithms.Tunable),
@@ -32,9 +35,7 @@ var ErrInvalidConfig = errors.New("keyed: invalid configuration")
 // lowers its rate on a 429) matches one error.
 var ErrNotTunable = actor.ErrNotTunable
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
-}
+func invalid(format string, args ...any) error { return configerr.Errorf("keyed", format, args...) }
 
 func tooMany(max int) error {
 	return fmt.Errorf("%w: %d live keys is the most this limiter tracks", ErrTooManyKeys, max)

@@ -222,6 +222,6 @@ func TestIdleTimeoutKeepsAFullKeyForAWhile(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, 0, l.Stats().Keys)
 		_, err = keyed.New(c.new, keyed.WithIdleTimeout(-1))
-		assert.ErrorIs(t, err, keyed.ErrInvalidConfig)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig)
 	})
 }

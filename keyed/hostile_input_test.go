@@ -41,7 +41,7 @@ func rdCtors() map[string]func(string) (algorithms.Algorithm, error) {
 // TestHostileNew: New with nil constructor and hostile options.
 func TestHostileNew(t *testing.T) {
 	ctor := rdCtors()["GCRA"]
-	if l, err := keyed.New[string](nil); !errors.Is(err, keyed.ErrInvalidConfig) || l != nil {
+	if l, err := keyed.New[string](nil); !errors.Is(err, permits.ErrInvalidConfig) || l != nil {
 		t.Errorf("New(nil) = %v, %v", l, err)
 	}
 	bad := []keyed.Option{
@@ -51,7 +51,7 @@ func TestHostileNew(t *testing.T) {
 	}
 	for i, o := range bad {
 		l, err := keyed.New(ctor, o)
-		if !errors.Is(err, keyed.ErrInvalidConfig) {
+		if !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("bad option %d: err = %v", i, err)
 		}
 		if l != nil {
@@ -211,10 +211,10 @@ func TestHostileTune(t *testing.T) {
 				_, _ = l.TryAcquire(k, 1)
 				for _, r := range rates {
 					err := l.SetRate(k, r)
-					if r.Validate() != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+					if r.Validate() != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 						t.Errorf("%s: SetRate(%q, %+v) = %v, want ErrInvalidConfig", name, k, r, err)
 					}
-					if err != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+					if err != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 						t.Errorf("%s: SetRate(%q, %+v) = %v", name, k, r, err)
 					}
 					_, _ = l.TryAcquire(k, 1)
@@ -223,15 +223,15 @@ func TestHostileTune(t *testing.T) {
 					err := l.SetBurst(k, b)
 					switch {
 					case window:
-						if !errors.Is(err, keyed.ErrNotTunable) && !errors.Is(err, algorithms.ErrInvalidConfig) {
+						if !errors.Is(err, keyed.ErrNotTunable) && !errors.Is(err, permits.ErrInvalidConfig) {
 							t.Errorf("%s: SetBurst(%q,%d) = %v", name, k, b, err)
 						}
 					case b < 1:
-						if !errors.Is(err, algorithms.ErrInvalidConfig) {
+						if !errors.Is(err, permits.ErrInvalidConfig) {
 							t.Errorf("%s: SetBurst(%q,%d) = %v, want ErrInvalidConfig", name, k, b, err)
 						}
 					default:
-						if err != nil && !errors.Is(err, algorithms.ErrInvalidConfig) {
+						if err != nil && !errors.Is(err, permits.ErrInvalidConfig) {
 							t.Errorf("%s: SetBurst(%q,%d) = %v", name, k, b, err)
 						}
 					}

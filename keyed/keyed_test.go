@@ -261,10 +261,10 @@ func TestCloseFailsEveryWaiter(t *testing.T) {
 
 func TestInvalidInput(t *testing.T) {
 	_, err := keyed.New[string](nil)
-	assert.ErrorIs(t, err, keyed.ErrInvalidConfig)
+	assert.ErrorIs(t, err, permits.ErrInvalidConfig)
 	for _, o := range []keyed.Option{keyed.WithShards(-1), keyed.WithShards(5000), keyed.WithMaxKeys(-1)} {
 		_, err := keyed.New(gcraPer[string](algorithms.PerSecond(1), 1), o)
-		assert.ErrorIs(t, err, keyed.ErrInvalidConfig)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig)
 	}
 	l := newLimiter(t, gcraPer[string](algorithms.PerSecond(1), 3), nil)
 	_, err = l.TryAcquire("k", 0)

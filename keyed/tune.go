@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/internal/quota"
 	"github.com/sluicehq/sluice/permits"
 )
@@ -38,7 +39,7 @@ import (
 // costs what a key with its own algorithm costs, until it is dropped.
 //
 // It fails, changing nothing, with an error matching
-// algorithms.ErrInvalidConfig for an invalid rate, ErrNotTunable when the
+// permits.ErrInvalidConfig for an invalid rate, ErrNotTunable when the
 // key's algorithm cannot change, permits.ErrClosed once the limiter is
 // closed, and, for a key that is not live, Acquire's errors for making one
 // (ErrTooManyKeys, *AlgorithmError).
@@ -52,7 +53,7 @@ func (l *Limiter[K]) SetRate(key K, rate algorithms.Rate) error { return l.tune(
 // ErrNotTunable.
 func (l *Limiter[K]) SetBurst(key K, burst int64) error {
 	if burst < 1 {
-		return fmt.Errorf("%w: burst must be positive, got %d", algorithms.ErrInvalidConfig, burst)
+		return configerr.Errorf("keyed", "burst must be positive, got %d", burst)
 	}
 	return l.tune(key, algorithms.Rate{}, burst)
 }
@@ -175,7 +176,7 @@ func setLimit(alg algorithms.Algorithm, t time.Time, rate algorithms.Rate, burst
 	err := tn.SetBurstAt(t, burst)
 	switch alg.(type) {
 	case *algorithms.SlidingWindow, *algorithms.FixedWindow:
-		if errors.Is(err, algorithms.ErrInvalidConfig) {
+		if errors.Is(err, permits.ErrInvalidConfig) {
 			return fmt.Errorf("%w: %v", ErrNotTunable, err) // a window has no burst
 		}
 	}

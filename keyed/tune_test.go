@@ -201,14 +201,14 @@ func TestSetRateErrors(t *testing.T) {
 		assert.ErrorIs(t, l.SetBurst("window", 5), keyed.ErrNotTunable, "a window has no burst")
 		assert.ErrorIs(t, l.SetBurst("fixed", 5), keyed.ErrNotTunable, "a window has no burst")
 		assert.NoError(t, l.SetRate("window", algorithms.PerSecond(20)))
-		assert.ErrorIs(t, l.SetRate("window", algorithms.Rate{}), algorithms.ErrInvalidConfig)
+		assert.ErrorIs(t, l.SetRate("window", algorithms.Rate{}), permits.ErrInvalidConfig)
 
 		// A bad setting changes nothing: a cell key stays a cell.
 		_, err := l.TryAcquire("cell", 1)
 		require.NoError(t, err)
-		assert.ErrorIs(t, l.SetRate("cell", algorithms.Rate{Count: -1, Per: time.Second}), algorithms.ErrInvalidConfig)
-		assert.ErrorIs(t, l.SetBurst("cell", 0), algorithms.ErrInvalidConfig)
-		assert.ErrorIs(t, l.SetBurst("cell", -3), algorithms.ErrInvalidConfig)
+		assert.ErrorIs(t, l.SetRate("cell", algorithms.Rate{Count: -1, Per: time.Second}), permits.ErrInvalidConfig)
+		assert.ErrorIs(t, l.SetBurst("cell", 0), permits.ErrInvalidConfig)
+		assert.ErrorIs(t, l.SetBurst("cell", -3), permits.ErrInvalidConfig)
 		assert.True(t, keyed.IsCell(l, "cell"))
 		_, err = l.TryAcquire("cell", 1)
 		require.NoError(t, err, "the burst of 2 is still there")
@@ -304,7 +304,7 @@ func TestAFailedSetRateGivesTheCellKeysEntryBack(t *testing.T) {
 		_, err := l.TryAcquire("k", 1)
 		require.NoError(t, err)
 		synctest.Wait() // the owner's pass for the new key: the next is 10ms away
-		require.ErrorIs(t, l.SetRate("k", algorithms.Rate{Count: -1, Per: time.Second}), algorithms.ErrInvalidConfig)
+		require.ErrorIs(t, l.SetRate("k", algorithms.Rate{Count: -1, Per: time.Second}), permits.ErrInvalidConfig)
 		synctest.Wait()
 		assert.True(t, keyed.IsCell(l, "k"))
 		assert.False(t, keyed.HasEntry(l, "k"), "the entry went back with the answer")

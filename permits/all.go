@@ -157,12 +157,16 @@ type part struct {
 	probe bool     // ref answers a probe (internal/probe): its refusal is not counted
 }
 
+// probing is the context of All's probes: one for all, made once, since a
+// probe never waits and so needs nothing of its caller's context.
+var probing = probe.Context(context.Background())
+
 // try asks p for a grant without waiting, on All's own behalf: as a probe
 // where p answers one, so that its refusal, a step of an admission that
 // may well succeed, is not counted among its rejections (see Stats).
-func (p part) try(ctx context.Context, cost int64) (Grant, error) {
+func (p part) try(cost int64) (Grant, error) {
 	if p.probe {
-		return p.ref.AcquireGrant(probe.Context(ctx), p.cost(cost))
+		return p.ref.AcquireGrant(probing, p.cost(cost))
 	}
 	return p.ref.TryAcquireGrant(p.cost(cost))
 }
@@ -281,7 +285,7 @@ func (a *all) takeRates(ctx context.Context, cost int64, r *record) error {
 				r.got[i], r.taken[i] = g, true
 				continue
 			}
-			g, err := p.try(ctx, cost)
+			g, err := p.try(cost)
 			if err == nil {
 				r.got[i], r.taken[i] = g, true
 				continue

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/configerr"
 )
 
 var (
@@ -23,6 +25,15 @@ var (
 	// permit that keeps no record of its grants (settle the permits of All,
 	// or the Grants of AcquireGrant).
 	ErrUnknownGrant = errors.New("sluice: unknown or already settled grant")
+	// ErrInvalidConfig is matched, with errors.Is, by every error any
+	// package of sluice returns for a configuration it cannot honour: a
+	// constructor's options, a rate, a lane, a tuning call. The message
+	// names the package and what was wrong ("keyed: invalid configuration:
+	// shards must be between 1 and 1024, got 0"); errors.As finds no
+	// exported type, so match this sentinel. The older sentinels of
+	// algorithms, keyed, retry, breaker, budget and httplimit are this very
+	// error.
+	ErrInvalidConfig = configerr.ErrInvalid
 )
 
 // RateLimitError is a refusal that waiting could cure. It matches

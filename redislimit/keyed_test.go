@@ -141,7 +141,7 @@ func TestConstructorsRefuseBadInput(t *testing.T) {
 		},
 	} {
 		err := f()
-		assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, name)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig, name)
 	}
 	l, err := redislimit.New(c, "k", algorithms.PerSecond(1), 1, nil, redislimit.WithCallTimeout(0), redislimit.WithMaxBatch(0))
 	require.NoError(t, err, "nil options and zero values are ignored")

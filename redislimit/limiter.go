@@ -37,7 +37,7 @@ type Limiter struct {
 // of up to burst units, and starts its goroutines. client is the caller's
 // go-redis client (a single node, Sentinel or Cluster client). Every
 // process sharing key must use the same rate and burst. New fails, matching
-// algorithms.ErrInvalidConfig, for a nil client, an empty key, an invalid
+// permits.ErrInvalidConfig, for a nil client, an empty key, an invalid
 // rate or burst, one that Redis's integer arithmetic cannot keep exact,
 // or invalid options. Nil options are ignored.
 func New(client redis.UniversalClient, key string, rate algorithms.Rate, burst int64, opts ...Option) (*Limiter, error) {

@@ -1,12 +1,12 @@
 package redislimit
 
 import (
-	"fmt"
 	"math/bits"
 	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/configerr"
 )
 
 // quota is a rate and burst in the script's integer terms: one unit of
@@ -95,7 +95,7 @@ func gcd(a, b uint64) uint64 {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: redislimit: "+format, append([]any{algorithms.ErrInvalidConfig}, args...)...)
+	return configerr.Errorf("redislimit", format, args...)
 }
 
 // micros converts a duration to whole µs, rounding down (a wait allowed).

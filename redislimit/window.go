@@ -63,7 +63,7 @@ type window struct {
 // algorithms.PerMinute(200_000)) for 200,000 tokens a minute), and starts
 // its goroutines. Every process sharing key must use the same limit. The
 // window is kept in whole microseconds, rounded up. NewWindow fails,
-// matching algorithms.ErrInvalidConfig, for a nil client, an empty key, an
+// matching permits.ErrInvalidConfig, for a nil client, an empty key, an
 // invalid rate, one that Redis's integer arithmetic cannot keep exact, or
 // invalid options. Nil options are ignored. WithFailOpen falls back to a
 // local sliding window of the share of the limit.

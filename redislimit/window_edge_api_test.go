@@ -41,7 +41,7 @@ func TestWindowEdgeNewWindowBadInput(t *testing.T) {
 		{"per MaxInt64", c, "k", algorithms.Rate{Count: 1, Per: 1<<63 - 1}},
 	} {
 		w, err := redislimit.NewWindow(tc.c, tc.key, tc.limit)
-		assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, tc.name)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig, tc.name)
 		assert.Nil(t, w, tc.name)
 		if w != nil {
 			w.Close()
@@ -49,7 +49,7 @@ func TestWindowEdgeNewWindowBadInput(t *testing.T) {
 	}
 	for _, o := range [][2]int64{{0, 1}, {2, 1}, {-1, 2}, {0, 0}, {1, 0}} {
 		_, err := redislimit.NewWindow(c, "k", algorithms.PerSecond(1), redislimit.WithFailOpen(o[0], o[1]))
-		assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, "WithFailOpen(%d, %d)", o[0], o[1])
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig, "WithFailOpen(%d, %d)", o[0], o[1])
 	}
 	w, err := redislimit.NewWindow(c, "k-nil-opt", algorithms.PerSecond(1), nil)
 	require.NoError(t, err, "nil options are ignored")

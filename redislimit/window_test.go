@@ -247,10 +247,10 @@ func TestNewWindowRefusesBadConfig(t *testing.T) {
 		{"count beyond exact", c, "k", algorithms.Rate{Count: 1 << 60, Per: time.Second}},
 	} {
 		_, err := redislimit.NewWindow(tc.c, tc.key, tc.limit)
-		assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, tc.name)
+		assert.ErrorIs(t, err, permits.ErrInvalidConfig, tc.name)
 	}
 	_, err := redislimit.NewWindow(c, "k", algorithms.PerSecond(1), redislimit.WithFailOpen(2, 1))
-	assert.ErrorIs(t, err, algorithms.ErrInvalidConfig, "a bad fail-open share")
+	assert.ErrorIs(t, err, permits.ErrInvalidConfig, "a bad fail-open share")
 }
 
 func TestWindowRedisDownFailsSettleWithUnavailable(t *testing.T) {

@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/permits"
 )
 
 var (
-	// ErrInvalidConfig is matched, with errors.Is, by every error New
-	// returns, and by Do's for invalid options.
-	ErrInvalidConfig = errors.New("retry: invalid configuration")
+	// ErrInvalidConfig is permits.ErrInvalidConfig, the one error that every
+	// configuration error of sluice matches.
+	//
+	// Deprecated: match permits.ErrInvalidConfig, the same error.
+	ErrInvalidConfig = configerr.ErrInvalid
 	// ErrAttemptsExhausted is matched by the *Error of a Do that made its
 	// last attempt (WithMaxAttempts) and failed.
 	ErrAttemptsExhausted = errors.New("retry: attempts exhausted")

@@ -29,11 +29,11 @@ func TestHostileOptions(t *testing.T) {
 		retry.WithClassifier(nil),
 	}
 	for i, o := range bad {
-		if _, err := retry.New(o); !errors.Is(err, retry.ErrInvalidConfig) {
+		if _, err := retry.New(o); !errors.Is(err, permits.ErrInvalidConfig) {
 			t.Errorf("bad option %d: New = %v", i, err)
 		}
 		ran := false
-		if err := retry.Do(context.Background(), func(context.Context) error { ran = true; return nil }, o); !errors.Is(err, retry.ErrInvalidConfig) || ran {
+		if err := retry.Do(context.Background(), func(context.Context) error { ran = true; return nil }, o); !errors.Is(err, permits.ErrInvalidConfig) || ran {
 			t.Errorf("bad option %d: Do = %v, ran %v", i, err, ran)
 		}
 	}

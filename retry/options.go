@@ -1,10 +1,10 @@
 package retry
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/internal/configerr"
 )
 
 // Defaults.
@@ -179,5 +179,5 @@ func (c *config) apply(s *setting) {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	return configerr.Errorf("retry", format, args...)
 }

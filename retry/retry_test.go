@@ -92,11 +92,11 @@ func TestInvalidConfig(t *testing.T) {
 		"nil classifier":     {retry.WithClassifier(nil)},
 		"last option counts": {retry.WithMaxAttempts(5), retry.WithMaxAttempts(-1)},
 	} {
-		if p, err := retry.New(opts...); !errors.Is(err, retry.ErrInvalidConfig) || p != nil {
+		if p, err := retry.New(opts...); !errors.Is(err, permits.ErrInvalidConfig) || p != nil {
 			t.Errorf("%s: New = %v, %v; want ErrInvalidConfig", name, p, err)
 		}
 		ran := false
-		if err := retry.Do(ctx, func(context.Context) error { ran = true; return nil }, opts...); !errors.Is(err, retry.ErrInvalidConfig) || ran {
+		if err := retry.Do(ctx, func(context.Context) error { ran = true; return nil }, opts...); !errors.Is(err, permits.ErrInvalidConfig) || ran {
 			t.Errorf("%s: Do = %v (ran %v); want ErrInvalidConfig without running fn", name, err, ran)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 // ErrInvalid is matched, with errors.Is, by every error Parse returns. When
 // the algorithm itself refuses the configuration (a burst whose span is too
-// long, say), the error matches algorithms.ErrInvalidConfig too.
+// long, say), the error matches permits.ErrInvalidConfig too.
 var ErrInvalid = errors.New("invalid limit")
 
 // Kind names one of the five algorithms.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
+	"github.com/sluicehq/sluice/permits"
 )
 
 func TestParse(t *testing.T) {
@@ -78,8 +79,8 @@ func TestParseErrors(t *testing.T) {
 		}
 	}
 	// The algorithm's own refusals keep their sentinel.
-	if _, err := spec.Parse("gcra:1/h,burst=9223372036854775807"); !errors.Is(err, algorithms.ErrInvalidConfig) {
-		t.Errorf("an overlong burst: %v does not match algorithms.ErrInvalidConfig", err)
+	if _, err := spec.Parse("gcra:1/h,burst=9223372036854775807"); !errors.Is(err, permits.ErrInvalidConfig) {
+		t.Errorf("an overlong burst: %v does not match permits.ErrInvalidConfig", err)
 	}
 }
 
