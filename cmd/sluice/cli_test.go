@@ -106,7 +106,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"help", "nope"}, `no command "nope"`},
 		{[]string{"simulate", "-traffic", "steady:1/s"}, "no limit: give at least one -limit"},
 		{[]string{"simulate", "-limit", "gcra:1/s"}, "no traffic: give at least one -traffic"},
-		{[]string{"simulate", "-limit", "gcra:1/s,capacity=3", "-traffic", "steady:1/s"}, `invalid value "gcra:1/s,capacity=3" for flag -limit: invalid limit "gcra:1/s,capacity=3": gcra takes rate= and burst=, not "capacity"`},
+		{[]string{"simulate", "-limit", "gcra:1/s,capacity=3", "-traffic", "steady:1/s"}, `invalid value "gcra:1/s,capacity=3" for flag -limit: invalid limit "gcra:1/s,capacity=3": gcra takes rate=, burst= and per=key, not "capacity"`},
 		{[]string{"simulate", "-limit", "gcra:1/s", "-traffic", "stedy:1/s"}, `unknown kind "stedy"`},
 		{[]string{"simulate", "-limit", "gcra:1/s", "-traffic", "steady:1/s", "-duration", "forever"}, `"forever" is not a duration`},
 		{[]string{"simulate", "-limit", "gcra:1/s", "-traffic", "steady:1/s", "-duration", "400d"}, "not a duration"},

@@ -10,7 +10,8 @@ import (
 	"testing"
 )
 
-var machineArgs = []string{"simulate", "-limit", "gcra:10/s,burst=5", "-limit", "gcra:1/h", "-traffic", "poisson:12/s,cost=1-2",
+var machineArgs = []string{"simulate", "-limit", "gcra:10/s,burst=5", "-limit", "gcra:1/h", "-limit", "gcra:2/s,burst=2,per=key",
+	"-traffic", "poisson:12/s,cost=1-2,keys=3",
 	"-duration", "10s", "-upstream", "10/s", "-max-wait", "100ms"}
 
 // TestJSONSchema pins -format json: its keys, nested, in order, are
@@ -32,7 +33,8 @@ func TestJSONSchema(t *testing.T) {
 		"limits.admitted.requests", "limits.admitted.units", "limits.refused", "limits.refused.requests", "limits.refused.units",
 		"limits.stranded", "limits.stranded.requests", "limits.stranded.units", "limits.too_large", "limits.waited",
 		"limits.p50_wait_ns", "limits.p99_wait_ns", "limits.max_wait_ns", "limits.max_in_window", "limits.max_in_window_at_ns",
-		"limits.exceeded", "limits.first_exceeded_ns", "limits.last_grant_ns", "notes"}
+		"limits.exceeded", "limits.first_exceeded_ns", "limits.last_grant_ns", "limits.keys", "limits.top_refused",
+		"limits.top_refused.key", "limits.top_refused.refused", "notes"}
 	var got []string
 	keys("", doc, &got)
 	slices.Sort(got)
@@ -80,7 +82,7 @@ func TestCSVFormat(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
-	if err != nil || len(rows) != 3 || rows[0][0] != "limit" || rows[1][0] != "gcra:10/s,burst=5" {
+	if err != nil || len(rows) != 4 || rows[0][0] != "limit" || rows[1][0] != "gcra:10/s,burst=5" {
 		t.Fatalf("csv %q, %v", out, err)
 	}
 	for _, r := range rows[1:] {
@@ -106,7 +108,7 @@ func TestSeriesFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rows[0], []string{"start_s", "offered_units", "gcra:10/s,burst=5", "gcra:1/h,burst=1"}) || len(rows) < 1000 || len(rows) > 2001 {
+	if !slices.Equal(rows[0], []string{"start_s", "offered_units", "gcra:10/s,burst=5", "gcra:1/h,burst=1", "gcra:2/s,burst=2,per=key"}) || len(rows) < 1000 || len(rows) > 2001 {
 		t.Errorf("header %v, %d rows; want a column per limit and 1,000-2,000 bins", rows[0], len(rows)-1)
 	}
 	if code, _, _ := sluice(append(machineArgs, "-format", "yaml")...); code != 2 {

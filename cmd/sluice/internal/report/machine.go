@@ -68,6 +68,16 @@ type LimitDoc struct {
 	Exceeded      *int64 `json:"exceeded"`
 	FirstExceeded *int64 `json:"first_exceeded_ns"`
 	LastGrant     int64  `json:"last_grant_ns"`
+	// A per-key limit's keys (0 for a limit over all of them) and those
+	// it refused most, the most first.
+	Keys       int      `json:"keys"`
+	TopRefused []KeyDoc `json:"top_refused"`
+}
+
+// KeyDoc is a key and the requests refused it.
+type KeyDoc struct {
+	Key     string `json:"key"`
+	Refused int64  `json:"refused"`
 }
 
 // NewDocument builds the document of a run.
@@ -85,7 +95,11 @@ func NewDocument(run Run, results []*sim.Result) Document {
 	for _, r := range results {
 		l := LimitDoc{Limit: r.Limit.String(), Offered: Count{r.Offered, r.OfferedUnits}, Admitted: Count{r.Admitted, r.AdmittedUnits},
 			Refused: Count{r.Refused, r.RefusedUnits}, Stranded: Count{r.Stranded, r.StrandedUnits}, TooLarge: r.TooLarge,
-			Waited: r.Waited, Max: int64(r.Max), MaxInWindow: r.MaxInWindow, MaxInWindowAt: int64(r.MaxInWindowAt), LastGrant: int64(r.End)}
+			Waited: r.Waited, Max: int64(r.Max), MaxInWindow: r.MaxInWindow, MaxInWindowAt: int64(r.MaxInWindowAt), LastGrant: int64(r.End),
+			Keys: r.Keys, TopRefused: []KeyDoc{}}
+		for _, k := range r.TopRefused {
+			l.TopRefused = append(l.TopRefused, KeyDoc{Key: keyName(s, k.Key), Refused: k.Refused})
+		}
 		if !r.P50Stranded {
 			l.P50 = ptr(int64(r.P50))
 		}
@@ -112,7 +126,7 @@ func JSON(w io.Writer, run Run, results []*sim.Result) error {
 // CSVHeader is the first row -format csv writes; each row after is a limit.
 var CSVHeader = []string{"limit", "offered_requests", "offered_units", "admitted_requests", "admitted_units",
 	"refused_requests", "refused_units", "stranded_requests", "too_large", "waited", "p50_wait_ns", "p99_wait_ns",
-	"max_wait_ns", "max_in_window", "window_ns", "exceeded", "first_exceeded_ns"}
+	"max_wait_ns", "max_in_window", "window_ns", "exceeded", "first_exceeded_ns", "keys"}
 
 // CSV writes one row per limit under CSVHeader; a percentile that falls
 // among the stranded, and the upstream's columns without one, are empty.
@@ -122,7 +136,8 @@ func CSV(w io.Writer, run Run, results []*sim.Result) error {
 	for _, l := range NewDocument(run, results).Limits {
 		cw.Write([]string{l.Limit, i64(l.Offered.Requests), i64(l.Offered.Units), i64(l.Admitted.Requests), i64(l.Admitted.Units),
 			i64(l.Refused.Requests), i64(l.Refused.Units), i64(l.Stranded.Requests), i64(l.TooLarge), i64(l.Waited),
-			opt(l.P50), opt(l.P99), i64(l.Max), i64(l.MaxInWindow), i64(int64(run.Window)), opt(l.Exceeded), opt(l.FirstExceeded)})
+			opt(l.P50), opt(l.P99), i64(l.Max), i64(l.MaxInWindow), i64(int64(run.Window)), opt(l.Exceeded), opt(l.FirstExceeded),
+			i64(int64(l.Keys))})
 	}
 	cw.Flush()
 	return cw.Error()

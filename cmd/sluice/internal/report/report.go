@@ -76,6 +76,13 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 	if units {
 		header = append(header, "requests admitted")
 	}
+	perKey := false
+	for _, r := range results {
+		perKey = perKey || r.Limit.PerKey
+	}
+	if perKey {
+		header = append(header, "keys")
+	}
 	header = append(header, "waited", "p50 wait", "p99 wait", "max wait", win)
 	if run.Upstream != nil {
 		header = append(header, "upstream")
@@ -85,6 +92,9 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 		row := []string{r.Limit.String(), count(r.OfferedUnits), count(r.AdmittedUnits), count(r.RefusedUnits)}
 		if units {
 			row = append(row, fmt.Sprintf("%d of %d", r.Admitted, r.Offered))
+		}
+		if perKey {
+			row = append(row, keysCell(r))
 		}
 		row = append(row, count(r.Waited), Percentile(r.P50, r.P50Stranded), Percentile(r.P99, r.P99Stranded), Percentile(r.Max, r.Stranded > 0), count(r.MaxInWindow))
 		if run.Upstream != nil {
@@ -120,11 +130,35 @@ func notes(run Run, results []*sim.Result) []string {
 		if r.Stranded > 0 {
 			notes = append(notes, fmt.Sprintf("%v left %d callers still waiting when the run stopped (neither admitted nor refused; in the percentiles as waits longer than any granted)", r.Limit, r.Stranded))
 		}
+		if len(r.TopRefused) > 0 {
+			var top []string
+			for _, k := range r.TopRefused {
+				top = append(top, fmt.Sprintf("%s %d", keyName(run.Summary, k.Key), k.Refused))
+			}
+			notes = append(notes, fmt.Sprintf("%v refused most (requests): %s", r.Limit, strings.Join(top, ", ")))
+		}
 		if r.SeriesCut {
 			notes = append(notes, fmt.Sprintf("%v: the charts stop after %d bins", r.Limit, sim.MaxBins))
 		}
 	}
 	return notes
+}
+
+// keysCell is a per-key limit's number of keys; "all" for a limit over
+// all of them.
+func keysCell(r *sim.Result) string {
+	if !r.Limit.PerKey {
+		return "all"
+	}
+	return count(int64(r.Keys))
+}
+
+// keyName names key number k; the arrivals without a key share "(none)".
+func keyName(s traffic.Summary, k uint32) string {
+	if int(k) < len(s.Keys) && k > 0 {
+		return s.Keys[k]
+	}
+	return "(none)"
 }
 
 // Percentile is a wait percentile, or "stranded" when it falls among the

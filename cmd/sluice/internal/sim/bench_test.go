@@ -1,6 +1,8 @@
 package sim_test
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +135,41 @@ func BenchmarkDay(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(res[0].Offered), "arrivals")
+	}
+}
+
+// BenchmarkPerKey is a per-key limit over a million keys: memory is
+// O(keys × state). bytes/key is everything the run allocated, the
+// traffic's key names included, over its keys: an upper bound on what a
+// key holds.
+func BenchmarkPerKey(b *testing.B) {
+	for _, s := range []string{"gcra:1/s,burst=2,per=key", "sliding:1/s,per=key", "fixed:1/s,per=key"} {
+		b.Run(s[:strings.IndexByte(s, ':')], func(b *testing.B) {
+			l, err := spec.Parse(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := traffic.Parse("poisson:200000/s,keys=1000000")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var keys int
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for b.Loop() {
+				f, err := traffic.Plan{Patterns: []traffic.Pattern{p}, Duration: 10 * time.Second, Seed: 1}.Open()
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := sim.RunStream(f, []sim.Config{{Limit: l, MaxWait: 100 * time.Millisecond}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				keys = res[0].Keys
+			}
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/float64(keys), "bytes/key")
+			b.ReportMetric(float64(keys), "keys")
+		})
 	}
 }

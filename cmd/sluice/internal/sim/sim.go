@@ -119,6 +119,13 @@ type Result struct {
 	// Duration is the run's length (Config.Duration, or the stream's).
 	Duration time.Duration
 
+	// Keys counts the keys a per-key limit kept a limit for, and
+	// TopRefused its keys with the most refused requests (at most
+	// TopKeys, the most first, ties by first arrival); both empty for a
+	// limit over all keys.
+	Keys       int
+	TopRefused []KeyCount
+
 	// Stopped reports a run ended early by Config.StopOnExceed; its
 	// numbers cover only what came before.
 	Stopped bool
@@ -152,11 +159,13 @@ type Result struct {
 type run struct {
 	cfg      Config
 	clock    clock
-	alg      algorithms.Algorithm
+	one      lane // the limit's FIFO; a per-key limit has keys instead
+	keys     *keys
 	capacity int64
 	maxWait  int64 // ns; < 0 none
 	// pend holds the reservations not yet granted, in order of instant
-	// (which is their order of arrival); pend[ph] is the next.
+	// (which is their order of arrival); pend[ph] is the next. A per-key
+	// limit keeps them in keys.due instead.
 	pend []reservation
 	ph   int
 	now  int64   // the instant of the batch of arrivals being decided
@@ -167,8 +176,19 @@ type run struct {
 	res  *Result
 }
 
+// lane is one FIFO of waiters and the algorithm that decides for them: the
+// limit's, or one key's of a per-key limit.
+type lane struct {
+	alg     algorithms.Algorithm
+	waiting int   // reservations not yet granted
+	last    int64 // the latest reservation's instant
+}
+
 // reservation is a waiter's grant, decided on arrival, due at at.
-type reservation struct{ arrival, at, cost int64 }
+type reservation struct {
+	arrival, at, cost int64
+	key               uint32
+}
 
 // never is the instant of a waiter the algorithm would never admit (it
 // names no instant to retry at), which the real queue would hold at its
@@ -184,12 +204,15 @@ func newRun(cfg Config) (*run, error) {
 		cfg.Origin = Start
 	}
 	r := &run{
-		cfg: cfg, clock: clock{cfg.Origin.UnixNano()}, alg: alg, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
+		cfg: cfg, clock: clock{cfg.Origin.UnixNano()}, one: lane{alg: alg}, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
 		win: window{length: int64(cfg.Window)}, bins: newSeries(cfg.Bin, cfg.Duration), now: -1,
 		res: &Result{Limit: cfg.Limit, Window: cfg.Window, Upstream: cfg.Upstream},
 	}
 	if r.maxWait < 0 {
 		r.maxWait = -1
+	}
+	if cfg.Limit.PerKey {
+		r.keys = &keys{limit: cfg.Limit}
 	}
 	if cfg.Upstream != nil {
 		if r.up, err = newJudge(*cfg.Upstream, r.clock); err != nil {
@@ -232,7 +255,7 @@ func (r *run) feed(arrivals []traffic.Arrival) {
 				return
 			}
 		}
-		r.arrive(now, a.Cost)
+		r.arrive(now, a.Cost, a.Key)
 	}
 	if n := len(arrivals); n > 0 {
 		r.last = max(r.last, int64(arrivals[n-1].At))
@@ -252,6 +275,12 @@ func (r *run) drain(d time.Duration) {
 		r.res.Stranded++
 		r.res.StrandedUnits += p.cost
 	}
+	if r.keys != nil {
+		for _, q := range r.keys.due.h {
+			r.res.Stranded++
+			r.res.StrandedUnits += q.cost
+		}
+	}
 }
 
 // grant makes the grants due at or before until, in order. As the real
@@ -259,6 +288,10 @@ func (r *run) drain(d time.Duration) {
 // and stops after the instant at which the upstream was first exceeded,
 // with StopOnExceed.
 func (r *run) grant(until int64) {
+	if r.keys != nil {
+		r.grantKeys(until)
+		return
+	}
 	for r.ph < len(r.pend) && !r.res.Stopped {
 		at := r.pend[r.ph].at
 		if at > until {
@@ -269,6 +302,7 @@ func (r *run) grant(until int64) {
 			r.admitted(p.arrival, p.at, p.cost)
 		}
 	}
+	r.one.waiting = len(r.pend) - r.ph
 	if r.ph == len(r.pend) {
 		r.pend, r.ph = r.pend[:0], 0
 	} else if r.ph > 4096 && r.ph > len(r.pend)/2 {
@@ -277,8 +311,9 @@ func (r *run) grant(until int64) {
 }
 
 // arrive is actor's runtime.admit for an Acquire with WithMaxWait(MaxWait)
-// and no deadline, followed by the queue's decisions for it.
-func (r *run) arrive(now, cost int64) {
+// and no deadline, followed by the queue's decisions for it; for a
+// per-key limit, keyed's for the arrival's key.
+func (r *run) arrive(now, cost int64, key uint32) {
 	r.res.Offered++
 	r.res.OfferedUnits += cost
 	if r.bins != nil {
@@ -286,54 +321,70 @@ func (r *run) arrive(now, cost int64) {
 	}
 	if cost > r.capacity {
 		r.res.TooLarge++
-		r.refuse(cost)
+		r.refuse(cost, key)
 		return
 	}
+	l := &r.one
+	if r.keys != nil {
+		l = r.keys.lane(key)
+	}
 	at := now
-	if r.ph < len(r.pend) {
+	if l.waiting > 0 {
 		// Behind the reservations: from the last one's instant
 		// (scheduler.Scheduled), which no grant can come before.
-		at = max(r.pend[len(r.pend)-1].at, now)
+		at = max(l.last, now)
 		switch {
 		case r.maxWait >= 0 && at-now > r.maxWait:
-			r.refuse(cost)
+			r.refuse(cost, key)
 			return
 		case at == never:
-			r.pend = append(r.pend, reservation{now, never, cost})
+			r.reserve(l, reservation{now, never, cost, key})
 			return
 		}
 	}
 	for i := 0; ; i++ {
-		ok, retry := r.decide(at, cost)
+		ok, retry := decideOn(l.alg, r.clock, at, cost)
 		switch {
 		case ok && at == now:
 			r.admitted(now, now, cost)
 			return
 		case ok:
-			r.pend = append(r.pend, reservation{now, at, cost})
+			r.reserve(l, reservation{now, at, cost, key})
 			return
 		case retry == 0 || i == 64:
 			// scheduler.Predict's bound: an algorithm that keeps naming
 			// instants it then refuses at waits for an event.
-			r.pend = append(r.pend, reservation{now, never, cost})
+			r.reserve(l, reservation{now, never, cost, key})
 			return
 		}
 		at = max(retry, at+1)
 		if r.maxWait >= 0 && at-now > r.maxWait {
 			// Refused on the instant named: the decisions that named it
 			// were denials, which took nothing.
-			r.refuse(cost)
+			r.refuse(cost, key)
 			return
 		}
 	}
 }
 
-func (r *run) refuse(cost int64) {
-	r.res.Refused++
-	r.res.RefusedUnits += cost
+// reserve queues p on lane l.
+func (r *run) reserve(l *lane, p reservation) {
+	l.waiting++
+	l.last = p.at
+	if r.keys != nil {
+		r.keys.due.push(p)
+		return
+	}
+	r.pend = append(r.pend, p)
 }
 
-func (r *run) decide(at, cost int64) (bool, int64) { return decideOn(r.alg, r.clock, at, cost) }
+func (r *run) refuse(cost int64, key uint32) {
+	r.res.Refused++
+	r.res.RefusedUnits += cost
+	if r.keys != nil {
+		r.keys.refused(key)
+	}
+}
 
 func decideOn(a algorithms.Algorithm, c clock, at, cost int64) (bool, int64) {
 	if g, ok := a.(lean); ok {
@@ -409,9 +460,12 @@ func (r *run) finish(span time.Duration) {
 	res := r.res
 	res.Duration = r.cfg.Duration
 	res.percentiles()
+	if r.keys != nil {
+		res.Keys, res.TopRefused = r.keys.n, r.keys.top(TopKeys)
+	}
 	if r.bins != nil {
 		res.Bin, res.OfferedUnitsPerBin, res.AdmittedUnitsPerBin = r.bins.finish(max(span, r.cfg.Duration))
 		res.SeriesCut = r.bins.cut
 	}
-	r.win, r.pend, r.bins = window{}, nil, nil
+	r.win, r.pend, r.bins, r.keys = window{}, nil, nil, nil
 }
