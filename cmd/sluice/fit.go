@@ -86,12 +86,13 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: sum.Duration, Origin: sum.Origin, Headroom: headroom}
+	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: sum.Duration, Origin: sum.Origin, Headroom: headroom,
+		Retry: c.retry, Seed: c.seed}
 	bests, err := fit.Search(arrivals, goal, kinds)
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Retry: c.retry, Upstream: upstream}
 	if err := report.Fit(stdout, info, goal, bests); err != nil {
 		return failure("fit", err, stderr)
 	}

@@ -12,7 +12,7 @@ import (
 
 var machineArgs = []string{"simulate", "-limit", "gcra:10/s,burst=5", "-limit", "gcra:1/h", "-limit", "gcra:2/s,burst=2,per=key",
 	"-traffic", "poisson:12/s,cost=1-2,keys=3",
-	"-duration", "10s", "-upstream", "10/s", "-max-wait", "100ms"}
+	"-duration", "10s", "-upstream", "10/s", "-max-wait", "100ms", "-retry", "max=2,jitter=equal"}
 
 // TestJSONSchema pins -format json: its keys, nested, in order, are
 // exactly those docs/simulator.md documents; a field renamed or removed
@@ -34,7 +34,8 @@ func TestJSONSchema(t *testing.T) {
 		"limits.stranded", "limits.stranded.requests", "limits.stranded.units", "limits.too_large", "limits.waited",
 		"limits.p50_wait_ns", "limits.p99_wait_ns", "limits.max_wait_ns", "limits.max_in_window", "limits.max_in_window_at_ns",
 		"limits.exceeded", "limits.first_exceeded_ns", "limits.last_grant_ns", "limits.keys", "limits.top_refused",
-		"limits.top_refused.key", "limits.top_refused.refused", "notes"}
+		"limits.top_refused.key", "limits.top_refused.refused", "retry", "limits.retries", "limits.amplification",
+		"limits.peak_retries", "limits.peak_retries_at_ns", "notes"}
 	var got []string
 	keys("", doc, &got)
 	slices.Sort(got)

@@ -91,7 +91,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	cfgs := make([]sim.Config, len(limits))
 	for i, l := range limits {
 		cfgs[i] = sim.Config{Limit: l, MaxWait: c.maxWait, Window: window, Upstream: upstream, Bin: bin,
-			Duration: plan.Length(), Origin: feed.Summary().Origin}
+			Duration: plan.Length(), Origin: feed.Summary().Origin, Retry: c.retry, Seed: c.seed}
 	}
 	results, err := sim.RunStream(feed, cfgs)
 	if err != nil {
@@ -101,7 +101,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	if err := checkRun(sum); err != nil {
 		return failure("simulate", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Retry: c.retry, Upstream: upstream, Window: window}
 	if err := output(stdout, format, info, results); err != nil {
 		return failure("simulate", err, stderr)
 	}

@@ -25,6 +25,8 @@ type Goal struct {
 	MaxWait  time.Duration // the callers' maximum wait (sim.Forever: none)
 	Duration time.Duration // of the traffic
 	Origin   time.Time     // the instant offset 0 stands for (zero: sim.Start)
+	Retry    sim.Retry     // how refused callers retry (zero: never)
+	Seed     uint64        // the retries' jitter
 	// Headroom is the share of the upstream, in percent, left unused
 	// against what the simulation cannot see (network jitter bunching
 	// requests, clocks, other clients): candidates are held to the upstream
@@ -429,7 +431,8 @@ func (l *line) run(s *search, size int64, quick bool) (*sim.Result, error) {
 		return nil, fmt.Errorf("fit: %v: %w", lim, err)
 	}
 	up := s.judged
-	cfg := sim.Config{Limit: lim, MaxWait: s.goal.MaxWait, Upstream: &up, StopOnExceed: quick, Duration: s.goal.Duration, Origin: s.goal.Origin}
+	cfg := sim.Config{Limit: lim, MaxWait: s.goal.MaxWait, Upstream: &up, StopOnExceed: quick, Duration: s.goal.Duration, Origin: s.goal.Origin,
+		Retry: s.goal.Retry, Seed: s.goal.Seed}
 	if !quick {
 		cfg.Window, cfg.Bin = up.Rate.Per, sim.AutoBin
 	}

@@ -22,6 +22,7 @@ type Document struct {
 	Schema   string     `json:"schema"`
 	Traffic  TrafficDoc `json:"traffic"`
 	MaxWait  *int64     `json:"max_wait_ns"` // null: callers wait as long as it takes
+	Retry    *string    `json:"retry"`       // how refused callers retry; null: they do not
 	Upstream *string    `json:"upstream"`    // null: none
 	Window   int64      `json:"window_ns"`   // the length "max in window" is measured over
 	Limits   []LimitDoc `json:"limits"`
@@ -72,6 +73,12 @@ type LimitDoc struct {
 	// it refused most, the most first.
 	Keys       int      `json:"keys"`
 	TopRefused []KeyDoc `json:"top_refused"`
+	// Attempts after the first, attempts per request, and the most
+	// retries at one instant and the first such instant.
+	Retries       int64   `json:"retries"`
+	Amplification float64 `json:"amplification"`
+	PeakRetries   int64   `json:"peak_retries"`
+	PeakRetriesAt int64   `json:"peak_retries_at_ns"`
 }
 
 // KeyDoc is a key and the requests refused it.
@@ -92,11 +99,15 @@ func NewDocument(run Run, results []*sim.Result) Document {
 	if run.Upstream != nil {
 		d.Upstream = ptr(run.Upstream.String())
 	}
+	if run.Retry.Max > 0 {
+		d.Retry = ptr(run.Retry.String())
+	}
 	for _, r := range results {
 		l := LimitDoc{Limit: r.Limit.String(), Offered: Count{r.Offered, r.OfferedUnits}, Admitted: Count{r.Admitted, r.AdmittedUnits},
 			Refused: Count{r.Refused, r.RefusedUnits}, Stranded: Count{r.Stranded, r.StrandedUnits}, TooLarge: r.TooLarge,
 			Waited: r.Waited, Max: int64(r.Max), MaxInWindow: r.MaxInWindow, MaxInWindowAt: int64(r.MaxInWindowAt), LastGrant: int64(r.End),
-			Keys: r.Keys, TopRefused: []KeyDoc{}}
+			Keys: r.Keys, TopRefused: []KeyDoc{}, Retries: r.Retries, Amplification: Amplification(r),
+			PeakRetries: r.PeakRetries, PeakRetriesAt: int64(r.PeakRetriesAt)}
 		for _, k := range r.TopRefused {
 			l.TopRefused = append(l.TopRefused, KeyDoc{Key: keyName(s, k.Key), Refused: k.Refused})
 		}
@@ -126,7 +137,7 @@ func JSON(w io.Writer, run Run, results []*sim.Result) error {
 // CSVHeader is the first row -format csv writes; each row after is a limit.
 var CSVHeader = []string{"limit", "offered_requests", "offered_units", "admitted_requests", "admitted_units",
 	"refused_requests", "refused_units", "stranded_requests", "too_large", "waited", "p50_wait_ns", "p99_wait_ns",
-	"max_wait_ns", "max_in_window", "window_ns", "exceeded", "first_exceeded_ns", "keys"}
+	"max_wait_ns", "max_in_window", "window_ns", "exceeded", "first_exceeded_ns", "keys", "retries", "peak_retries", "peak_retries_at_ns"}
 
 // CSV writes one row per limit under CSVHeader; a percentile that falls
 // among the stranded, and the upstream's columns without one, are empty.
@@ -137,7 +148,7 @@ func CSV(w io.Writer, run Run, results []*sim.Result) error {
 		cw.Write([]string{l.Limit, i64(l.Offered.Requests), i64(l.Offered.Units), i64(l.Admitted.Requests), i64(l.Admitted.Units),
 			i64(l.Refused.Requests), i64(l.Refused.Units), i64(l.Stranded.Requests), i64(l.TooLarge), i64(l.Waited),
 			opt(l.P50), opt(l.P99), i64(l.Max), i64(l.MaxInWindow), i64(int64(run.Window)), opt(l.Exceeded), opt(l.FirstExceeded),
-			i64(int64(l.Keys))})
+			i64(int64(l.Keys)), i64(l.Retries), i64(l.PeakRetries), i64(l.PeakRetriesAt)})
 	}
 	cw.Flush()
 	return cw.Error()

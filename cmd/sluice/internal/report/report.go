@@ -20,6 +20,7 @@ type Run struct {
 	Summary  traffic.Summary // what they made
 	Seed     uint64
 	MaxWait  time.Duration // sim.Forever for none
+	Retry    sim.Retry     // the zero Retry: callers do not retry
 	Upstream *spec.Limit
 	Window   time.Duration
 }
@@ -40,6 +41,13 @@ func trafficLine(b *strings.Builder, run Run) {
 		fmt.Fprintf(b, ", %d keys", len(s.Keys)-1)
 	}
 	fmt.Fprintf(b, ", seed %d\n", run.Seed)
+}
+
+// retryLine says how refused callers retry, if they do.
+func retryLine(b *strings.Builder, run Run) {
+	if run.Retry.Max > 0 {
+		fmt.Fprintf(b, "retry     %v: a refused caller comes back; its wait counts from its first attempt\n", run.Retry)
+	}
 }
 
 // trafficNotes say what the run's length left out or added.
@@ -66,6 +74,7 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 	var b strings.Builder
 	trafficLine(&b, run)
 	fmt.Fprintf(&b, "callers   %s\n", Waiting(run.MaxWait))
+	retryLine(&b, run)
 	if run.Upstream != nil {
 		fmt.Fprintf(&b, "upstream  %v\n", run.Upstream)
 	}
@@ -75,6 +84,10 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 	header := []string{"limit", "offered", "admitted", "refused"}
 	if units {
 		header = append(header, "requests admitted")
+	}
+	retrying := run.Retry.Max > 0
+	if retrying {
+		header = append(header, "retries", "attempts/request", "peak retries")
 	}
 	perKey := false
 	for _, r := range results {
@@ -92,6 +105,9 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 		row := []string{r.Limit.String(), count(r.OfferedUnits), count(r.AdmittedUnits), count(r.RefusedUnits)}
 		if units {
 			row = append(row, fmt.Sprintf("%d of %d", r.Admitted, r.Offered))
+		}
+		if retrying {
+			row = append(row, retryCells(r)...)
 		}
 		if perKey {
 			row = append(row, keysCell(r))
@@ -142,6 +158,24 @@ func notes(run Run, results []*sim.Result) []string {
 		}
 	}
 	return notes
+}
+
+// retryCells are the retries, the amplification (attempts over the
+// requests offered) and the most retries at one instant, and when.
+func retryCells(r *sim.Result) []string {
+	peak := "0"
+	if r.PeakRetries > 0 {
+		peak = fmt.Sprintf("%d at %s", r.PeakRetries, Duration(r.PeakRetriesAt))
+	}
+	return []string{count(r.Retries), fmt.Sprintf("%.2f", Amplification(r)), peak}
+}
+
+// Amplification is the attempts per request offered: 1 without retries.
+func Amplification(r *sim.Result) float64 {
+	if r.Offered == 0 {
+		return 1
+	}
+	return float64(r.Offered+r.Retries) / float64(r.Offered)
 }
 
 // keysCell is a per-key limit's number of keys; "all" for a limit over

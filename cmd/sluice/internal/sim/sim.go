@@ -56,13 +56,17 @@ type Config struct {
 	// result partial (Result.Stopped): for searches that only need to know
 	// whether a limit ever exceeds the upstream.
 	StopOnExceed bool
+	// Retry makes refused callers retry (the zero Retry: never), drawing
+	// their jitter from Seed.
+	Retry Retry
+	Seed  uint64
 	// Record keeps every admission in Result.Grants (for tests).
 	Record bool
 }
 
 // Grant is one admission.
 type Grant struct {
-	Arrival, At time.Duration // when it arrived and when it was granted
+	Arrival, At time.Duration // when it first arrived and when it was granted
 	Cost        int64
 }
 
@@ -126,6 +130,14 @@ type Result struct {
 	Keys       int
 	TopRefused []KeyCount
 
+	// Retries counts the attempts after the first (Config.Retry): Offered
+	// + Retries attempts in all. A request is admitted when one of its
+	// attempts is, and refused when its last one is; its wait counts from
+	// its first attempt. PeakRetries is the most retries at one instant,
+	// PeakRetriesAt the first such instant: the storm.
+	Retries, PeakRetries int64
+	PeakRetriesAt        time.Duration
+
 	// Stopped reports a run ended early by Config.StopOnExceed; its
 	// numbers cover only what came before.
 	Stopped bool
@@ -161,6 +173,7 @@ type run struct {
 	clock    clock
 	one      lane // the limit's FIFO; a per-key limit has keys instead
 	keys     *keys
+	retry    *retrier // nil when callers do not retry
 	capacity int64
 	maxWait  int64 // ns; < 0 none
 	// pend holds the reservations not yet granted, in order of instant
@@ -186,8 +199,9 @@ type lane struct {
 
 // reservation is a waiter's grant, decided on arrival, due at at.
 type reservation struct {
-	arrival, at, cost int64
+	arrival, at, cost int64 // arrival: the request's first attempt
 	key               uint32
+	tries             uint32 // retries before this attempt
 }
 
 // never is the instant of a waiter the algorithm would never admit (it
@@ -214,6 +228,7 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.Limit.PerKey {
 		r.keys = &keys{limit: cfg.Limit}
 	}
+	r.retry = newRetrier(cfg.Retry, cfg.Seed)
 	if cfg.Upstream != nil {
 		if r.up, err = newJudge(*cfg.Upstream, r.clock); err != nil {
 			return nil, err
@@ -248,27 +263,48 @@ func (r *run) feed(arrivals []traffic.Arrival) {
 	for i := 0; i < len(arrivals) && !r.res.Stopped; i++ {
 		a := &arrivals[i]
 		now := int64(a.At)
-		if now != r.now {
-			r.grant(now)
-			r.now = now
-			if r.res.Stopped {
-				return
-			}
+		if r.retry != nil {
+			r.retries(now)
 		}
-		r.arrive(now, a.Cost, a.Key)
+		if r.step(now); r.res.Stopped {
+			return
+		}
+		r.res.Offered++
+		r.res.OfferedUnits += a.Cost
+		if r.bins != nil {
+			r.bins.add(&r.bins.offered, now, a.Cost)
+		}
+		r.attempt(now, now, a.Cost, a.Key, 0)
 	}
 	if n := len(arrivals); n > 0 {
 		r.last = max(r.last, int64(arrivals[n-1].At))
 	}
 }
 
-// drain grants the reservations up to the horizon once the arrivals have
-// ended; d is the run's length.
+// step moves the owner to instant now: the grants due at or before it
+// first.
+func (r *run) step(now int64) {
+	if now != r.now {
+		r.grant(now)
+		r.now = now
+	}
+}
+
+// drain makes the retries and grants the reservations up to the horizon
+// once the arrivals have ended; d is the run's length. A retry due after
+// the horizon is a caller still waiting, as a reservation is.
 func (r *run) drain(d time.Duration) {
 	r.cfg.Duration = max(r.cfg.Duration, d)
 	horizon := int64(r.cfg.Horizon)
 	if horizon <= 0 {
 		horizon = muldiv.Add(muldiv.Mul(max(int64(r.cfg.Duration), r.last), 10), int64(time.Minute))
+	}
+	if r.retry != nil {
+		r.retries(horizon)
+		for _, q := range r.retry.due.h {
+			r.res.Stranded++
+			r.res.StrandedUnits += q.cost
+		}
 	}
 	r.grant(horizon)
 	for _, p := range r.pend[r.ph:] {
@@ -310,17 +346,13 @@ func (r *run) grant(until int64) {
 	}
 }
 
-// arrive is actor's runtime.admit for an Acquire with WithMaxWait(MaxWait)
+// attempt is actor's runtime.admit for an Acquire with WithMaxWait(MaxWait)
 // and no deadline, followed by the queue's decisions for it; for a
-// per-key limit, keyed's for the arrival's key.
-func (r *run) arrive(now, cost int64, key uint32) {
-	r.res.Offered++
-	r.res.OfferedUnits += cost
-	if r.bins != nil {
-		r.bins.add(&r.bins.offered, now, cost)
-	}
+// per-key limit, keyed's for the arrival's key. first is the request's
+// first attempt, from which its wait counts; tries, its retries so far.
+func (r *run) attempt(now, first, cost int64, key uint32, tries uint32) {
 	if cost > r.capacity {
-		r.res.TooLarge++
+		r.res.TooLarge++ // permanent: never retried
 		r.refuse(cost, key)
 		return
 	}
@@ -335,10 +367,13 @@ func (r *run) arrive(now, cost int64, key uint32) {
 		at = max(l.last, now)
 		switch {
 		case r.maxWait >= 0 && at-now > r.maxWait:
-			r.refuse(cost, key)
+			// Only behind a waiter that is never granted: any other was
+			// reserved within the maximum wait of an earlier arrival. No
+			// instant to name, so a retry falls back on its back-off.
+			r.refused(now, first, cost, key, tries, 0)
 			return
 		case at == never:
-			r.reserve(l, reservation{now, never, cost, key})
+			r.reserve(l, reservation{first, never, cost, key, tries})
 			return
 		}
 	}
@@ -346,22 +381,22 @@ func (r *run) arrive(now, cost int64, key uint32) {
 		ok, retry := decideOn(l.alg, r.clock, at, cost)
 		switch {
 		case ok && at == now:
-			r.admitted(now, now, cost)
+			r.admitted(first, now, cost)
 			return
 		case ok:
-			r.reserve(l, reservation{now, at, cost, key})
+			r.reserve(l, reservation{first, at, cost, key, tries})
 			return
 		case retry == 0 || i == 64:
 			// scheduler.Predict's bound: an algorithm that keeps naming
 			// instants it then refuses at waits for an event.
-			r.reserve(l, reservation{now, never, cost, key})
+			r.reserve(l, reservation{first, never, cost, key, tries})
 			return
 		}
 		at = max(retry, at+1)
 		if r.maxWait >= 0 && at-now > r.maxWait {
-			// Refused on the instant named: the decisions that named it
-			// were denials, which took nothing.
-			r.refuse(cost, key)
+			// Refused on the instant named (its RetryAfter): the decisions
+			// that named it were denials, which took nothing.
+			r.refused(now, first, cost, key, tries, at-now)
 			return
 		}
 	}
@@ -463,9 +498,12 @@ func (r *run) finish(span time.Duration) {
 	if r.keys != nil {
 		res.Keys, res.TopRefused = r.keys.n, r.keys.top(TopKeys)
 	}
+	if r.retry != nil {
+		res.PeakRetries, res.PeakRetriesAt = r.retry.peak, time.Duration(r.retry.peakAt)
+	}
 	if r.bins != nil {
 		res.Bin, res.OfferedUnitsPerBin, res.AdmittedUnitsPerBin = r.bins.finish(max(span, r.cfg.Duration))
 		res.SeriesCut = r.bins.cut
 	}
-	r.win, r.pend, r.bins, r.keys = window{}, nil, nil, nil
+	r.win, r.pend, r.bins, r.keys, r.retry = window{}, nil, nil, nil, nil
 }
