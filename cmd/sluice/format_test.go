@@ -116,3 +116,105 @@ func TestSeriesFile(t *testing.T) {
 		t.Errorf("-format yaml: exit %d, want 2", code)
 	}
 }
+
+var fitArgs = []string{"fit", "-traffic", "csv:testdata/traffic.csv", "-upstream", "30/s", "-p99", "1.5s", "-max-wait", "3s",
+	"-algorithms", "gcra,fixed", "-duration", "2m"}
+
+// TestFitJSONSchema pins fit -format json: a search where one algorithm
+// fits and one does not, and one where none does (exit 1, the closest
+// named), hold every field; their keys are exactly those docs/simulator.md
+// documents.
+func TestFitJSONSchema(t *testing.T) {
+	var got []string
+	for _, tc := range []struct {
+		name string
+		code int
+		args []string
+	}{
+		{"fit-json", 0, fitArgs},
+		{"fit-none-json", 1, []string{"fit", "-traffic", "steady:20/s", "-duration", "20s", "-upstream", "10/s", "-p99", "10ms", "-algorithms", "gcra"}},
+	} {
+		code, out, errs := sluice(append(tc.args, "-format", "json")...)
+		if code != tc.code || errs != "" {
+			t.Fatalf("%s: exit %d, stderr %q", tc.name, code, errs)
+		}
+		golden(t, tc.name, out)
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc["schema"] != "sluice.fit/v1" {
+			t.Errorf("schema %v", doc["schema"])
+		}
+		keys("", doc, &got)
+	}
+	var want []string
+	for _, k := range []string{"schema", "traffic", "max_wait_ns", "retry", "upstream", "headroom_percent", "judged", "p99_goal_ns",
+		"algorithms", "algorithms.algorithm", "algorithms.best", "algorithms.any_traffic", "algorithms.tried", "algorithms.exceeded",
+		"algorithms.missed", "algorithms.closest", "best", "closest"} {
+		want = append(want, k)
+	}
+	for _, k := range []string{"patterns", "arrivals", "units", "duration_ns", "origin", "seed", "keys", "dropped"} {
+		want = append(want, "traffic."+k)
+	}
+	for _, k := range []string{"limit", "why", "p99_over_ns", "exceeded_at_ns"} {
+		want = append(want, "closest."+k, "algorithms.closest."+k)
+	}
+	// A pick is a simulation's row, as -format json prints one.
+	var row map[string]any
+	_, sim, _ := sluice(append(machineArgs, "-format", "json")...)
+	if err := json.Unmarshal([]byte(sim), &row); err != nil {
+		t.Fatal(err)
+	}
+	var limits []string
+	keys("", row["limits"], &limits)
+	for _, k := range limits {
+		if !strings.HasPrefix(k, "top_refused.") { // fit searches limits over all keys
+			want = append(want, "algorithms.best."+k)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("JSON keys\n got %v\nwant %v", got, want)
+	}
+	text, err := os.ReadFile(filepath.Join("..", "..", "docs", "simulator.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range want {
+		if name := k[strings.LastIndexByte(k, '.')+1:]; !strings.Contains(string(text), "`"+name+"`") {
+			t.Errorf("docs/simulator.md does not document %q", k)
+		}
+	}
+}
+
+// TestFitCSVFormat: fit -format csv is a header and a row per algorithm,
+// each as wide as the header, the pick's columns empty when there is none.
+func TestFitCSVFormat(t *testing.T) {
+	code, out, errs := sluice(append(fitArgs, "-format", "csv")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(rows) != 3 || rows[0][0] != "algorithm" || rows[1][1] != "gcra:1377/m,burst=6" || rows[2][0] != "fixed" || rows[2][1] != "" {
+		t.Fatalf("csv %q, %v", out, err)
+	}
+	for _, r := range rows[1:] {
+		if len(r) != len(rows[0]) {
+			t.Errorf("row %v is not as wide as the header", r)
+		}
+	}
+}
+
+// TestFitStreamsBeyondMemory: traffic too large to hold is read afresh
+// for every candidate, with the same outcome as from memory.
+func TestFitStreamsBeyondMemory(t *testing.T) {
+	_, inMemory, _ := sluice(fitArgs...)
+	defer func(n int) { fitInMemory = n }(fitInMemory)
+	fitInMemory = 100
+	code, streamed, errs := sluice(fitArgs...)
+	if code != 0 || streamed != inMemory {
+		t.Errorf("exit %d %s; streamed:\n%s\nfrom memory:\n%s", code, errs, streamed, inMemory)
+	}
+}

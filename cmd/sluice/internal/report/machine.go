@@ -89,40 +89,54 @@ type KeyDoc struct {
 
 // NewDocument builds the document of a run.
 func NewDocument(run Run, results []*sim.Result) Document {
-	s := run.Summary
-	d := Document{Schema: Schema, Window: int64(run.Window), Limits: []LimitDoc{}, Notes: notes(run, results),
-		Traffic: TrafficDoc{Patterns: run.Traffic, Arrivals: s.Arrivals, Units: s.Units, Duration: int64(s.Duration),
-			Origin: s.Origin.Format(time.RFC3339Nano), Seed: run.Seed, Keys: max(len(s.Keys)-1, 0), Dropped: s.Dropped}}
-	if run.MaxWait >= 0 {
-		d.MaxWait = ptr(int64(run.MaxWait))
-	}
+	d := Document{Schema: Schema, Window: int64(run.Window), Limits: []LimitDoc{}, Notes: notes(run, results), Traffic: trafficDoc(run)}
+	d.MaxWait, d.Retry = callers(run)
 	if run.Upstream != nil {
 		d.Upstream = ptr(run.Upstream.String())
 	}
-	if run.Retry.Max > 0 {
-		d.Retry = ptr(run.Retry.String())
-	}
 	for _, r := range results {
-		l := LimitDoc{Limit: r.Limit.String(), Offered: Count{r.Offered, r.OfferedUnits}, Admitted: Count{r.Admitted, r.AdmittedUnits},
-			Refused: Count{r.Refused, r.RefusedUnits}, Stranded: Count{r.Stranded, r.StrandedUnits}, TooLarge: r.TooLarge,
-			Waited: r.Waited, Max: int64(r.Max), MaxInWindow: r.MaxInWindow, MaxInWindowAt: int64(r.MaxInWindowAt), LastGrant: int64(r.End),
-			Keys: r.Keys, TopRefused: []KeyDoc{}, Retries: r.Retries, Amplification: Amplification(r),
-			PeakRetries: r.PeakRetries, PeakRetriesAt: int64(r.PeakRetriesAt)}
-		for _, k := range r.TopRefused {
-			l.TopRefused = append(l.TopRefused, KeyDoc{Key: keyName(s, k.Key), Refused: k.Refused})
-		}
-		if !r.P50Stranded {
-			l.P50 = ptr(int64(r.P50))
-		}
-		if !r.P99Stranded {
-			l.P99 = ptr(int64(r.P99))
-		}
-		if run.Upstream != nil {
-			l.Exceeded, l.FirstExceeded = ptr(r.Exceeded), ptr(int64(r.FirstExceeded))
-		}
-		d.Limits = append(d.Limits, l)
+		d.Limits = append(d.Limits, limitDoc(run, r))
 	}
 	return d
+}
+
+func trafficDoc(run Run) TrafficDoc {
+	s := run.Summary
+	return TrafficDoc{Patterns: run.Traffic, Arrivals: s.Arrivals, Units: s.Units, Duration: int64(s.Duration),
+		Origin: s.Origin.Format(time.RFC3339Nano), Seed: run.Seed, Keys: max(len(s.Keys)-1, 0), Dropped: s.Dropped}
+}
+
+// callers are the maximum wait (nil: none) and the retry policy (nil:
+// none).
+func callers(run Run) (maxWait *int64, retry *string) {
+	if run.MaxWait >= 0 {
+		maxWait = ptr(int64(run.MaxWait))
+	}
+	if run.Retry.Max > 0 {
+		retry = ptr(run.Retry.String())
+	}
+	return maxWait, retry
+}
+
+func limitDoc(run Run, r *sim.Result) LimitDoc {
+	l := LimitDoc{Limit: r.Limit.String(), Offered: Count{r.Offered, r.OfferedUnits}, Admitted: Count{r.Admitted, r.AdmittedUnits},
+		Refused: Count{r.Refused, r.RefusedUnits}, Stranded: Count{r.Stranded, r.StrandedUnits}, TooLarge: r.TooLarge,
+		Waited: r.Waited, Max: int64(r.Max), MaxInWindow: r.MaxInWindow, MaxInWindowAt: int64(r.MaxInWindowAt), LastGrant: int64(r.End),
+		Keys: r.Keys, TopRefused: []KeyDoc{}, Retries: r.Retries, Amplification: Amplification(r),
+		PeakRetries: r.PeakRetries, PeakRetriesAt: int64(r.PeakRetriesAt)}
+	for _, k := range r.TopRefused {
+		l.TopRefused = append(l.TopRefused, KeyDoc{Key: keyName(run.Summary, k.Key), Refused: k.Refused})
+	}
+	if !r.P50Stranded {
+		l.P50 = ptr(int64(r.P50))
+	}
+	if !r.P99Stranded {
+		l.P99 = ptr(int64(r.P99))
+	}
+	if r.Upstream != nil {
+		l.Exceeded, l.FirstExceeded = ptr(r.Exceeded), ptr(int64(r.FirstExceeded))
+	}
+	return l
 }
 
 func ptr[T any](v T) *T { return &v }
