@@ -138,6 +138,39 @@ func BenchmarkDay(b *testing.B) {
 	}
 }
 
+// BenchmarkDayPerKeyRetrying is BenchmarkDay's day with the two costlier
+// paths on: the arrivals spread over 10,000 keys by Zipf's law, the three
+// limits per key, and refused callers retrying twice with full jitter.
+func BenchmarkDayPerKeyRetrying(b *testing.B) {
+	p, err := traffic.Parse("poisson:1157/s,keys=10000,spread=zipf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := sim.ParseRetry("max=2,after=retry-after,jitter=full")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cfgs []sim.Config
+	for _, s := range []string{"gcra:10/s,burst=10,per=key", "sliding:10/s,per=key", "fixed:10/s,per=key"} {
+		l, _ := spec.Parse(s)
+		up, _ := spec.ParseUpstream("1200/s")
+		cfgs = append(cfgs, sim.Config{Limit: l, MaxWait: 100 * time.Millisecond, Window: time.Second, Upstream: &up,
+			Bin: sim.AutoBin, Duration: 24 * time.Hour, Retry: r, Seed: 1})
+	}
+	for b.Loop() {
+		feed, err := traffic.Plan{Patterns: []traffic.Pattern{p}, Duration: 24 * time.Hour, Seed: 1}.Open()
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := sim.RunStream(feed, cfgs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res[0].Offered), "arrivals")
+		b.ReportMetric(float64(res[0].Retries), "retries")
+	}
+}
+
 // BenchmarkPerKey is a per-key limit over a million keys: memory is
 // O(keys × state). bytes/key is everything the run allocated, the
 // traffic's key names included, over its keys: an upper bound on what a
