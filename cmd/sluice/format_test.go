@@ -148,12 +148,9 @@ func TestFitJSONSchema(t *testing.T) {
 		}
 		keys("", doc, &got)
 	}
-	var want []string
-	for _, k := range []string{"schema", "traffic", "max_wait_ns", "retry", "upstream", "headroom_percent", "judged", "p99_goal_ns",
+	want := []string{"schema", "traffic", "max_wait_ns", "retry", "upstream", "headroom_percent", "judged", "p99_goal_ns",
 		"algorithms", "algorithms.algorithm", "algorithms.best", "algorithms.any_traffic", "algorithms.tried", "algorithms.exceeded",
-		"algorithms.missed", "algorithms.closest", "best", "closest"} {
-		want = append(want, k)
-	}
+		"algorithms.missed", "algorithms.closest", "best", "closest"}
 	for _, k := range []string{"patterns", "arrivals", "units", "duration_ns", "origin", "seed", "keys", "dropped"} {
 		want = append(want, "traffic."+k)
 	}

@@ -15,10 +15,7 @@ const FitSchema = "sluice.fit/v1"
 
 // FitDocument is the JSON form of a search: what fit -format json prints.
 type FitDocument struct {
-	Schema     string         `json:"schema"`
-	Traffic    TrafficDoc     `json:"traffic"`
-	MaxWait    *int64         `json:"max_wait_ns"` // null: callers wait as long as it takes
-	Retry      *string        `json:"retry"`       // null: they do not retry
+	Header
 	Upstream   string         `json:"upstream"`
 	Headroom   int64          `json:"headroom_percent"`
 	Judged     string         `json:"judged"` // the upstream less the headroom
@@ -52,9 +49,8 @@ type MissDoc struct {
 
 // NewFitDocument builds the document of a search.
 func NewFitDocument(run Run, goal fit.Goal, bests []fit.Best) FitDocument {
-	d := FitDocument{Schema: FitSchema, Traffic: trafficDoc(run), Upstream: goal.Upstream.String(), Headroom: goal.Headroom,
+	d := FitDocument{Header: header(FitSchema, run), Upstream: goal.Upstream.String(), Headroom: goal.Headroom,
 		Judged: goal.Judged().String(), P99: int64(goal.P99), Algorithms: []AlgorithmDoc{}, Closest: []MissDoc{}}
-	d.MaxWait, d.Retry = callers(run)
 	for _, b := range bests {
 		a := AlgorithmDoc{Algorithm: string(b.Kind), AnyTraffic: b.AnyTraffic, Tried: b.Tried, Exceeding: b.Exceeding, Missing: b.Missing, Closest: []MissDoc{}}
 		if b.Pick != nil {

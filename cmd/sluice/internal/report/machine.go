@@ -19,14 +19,19 @@ const Schema = "sluice.simulate/v1"
 // Durations are whole nanoseconds (fields ending in _ns); counts of
 // requests and of units (cost) are given apart.
 type Document struct {
-	Schema   string     `json:"schema"`
-	Traffic  TrafficDoc `json:"traffic"`
-	MaxWait  *int64     `json:"max_wait_ns"` // null: callers wait as long as it takes
-	Retry    *string    `json:"retry"`       // how refused callers retry; null: they do not
-	Upstream *string    `json:"upstream"`    // null: none
-	Window   int64      `json:"window_ns"`   // the length "max in window" is measured over
+	Header
+	Upstream *string    `json:"upstream"`  // null: none
+	Window   int64      `json:"window_ns"` // the length "max in window" is measured over
 	Limits   []LimitDoc `json:"limits"`
 	Notes    []string   `json:"notes"`
+}
+
+// Header opens both documents: the schema, the traffic and the callers.
+type Header struct {
+	Schema  string     `json:"schema"`
+	Traffic TrafficDoc `json:"traffic"`
+	MaxWait *int64     `json:"max_wait_ns"` // null: callers wait as long as it takes
+	Retry   *string    `json:"retry"`       // how refused callers retry; null: they do not
 }
 
 // TrafficDoc describes the arrivals.
@@ -89,8 +94,7 @@ type KeyDoc struct {
 
 // NewDocument builds the document of a run.
 func NewDocument(run Run, results []*sim.Result) Document {
-	d := Document{Schema: Schema, Window: int64(run.Window), Limits: []LimitDoc{}, Notes: notes(run, results), Traffic: trafficDoc(run)}
-	d.MaxWait, d.Retry = callers(run)
+	d := Document{Header: header(Schema, run), Window: int64(run.Window), Limits: []LimitDoc{}, Notes: notes(run, results)}
 	if run.Upstream != nil {
 		d.Upstream = ptr(run.Upstream.String())
 	}
@@ -100,22 +104,17 @@ func NewDocument(run Run, results []*sim.Result) Document {
 	return d
 }
 
-func trafficDoc(run Run) TrafficDoc {
+func header(schema string, run Run) Header {
 	s := run.Summary
-	return TrafficDoc{Patterns: run.Traffic, Arrivals: s.Arrivals, Units: s.Units, Duration: int64(s.Duration),
-		Origin: s.Origin.Format(time.RFC3339Nano), Seed: run.Seed, Keys: max(len(s.Keys)-1, 0), Dropped: s.Dropped}
-}
-
-// callers are the maximum wait (nil: none) and the retry policy (nil:
-// none).
-func callers(run Run) (maxWait *int64, retry *string) {
+	h := Header{Schema: schema, Traffic: TrafficDoc{Patterns: run.Traffic, Arrivals: s.Arrivals, Units: s.Units, Duration: int64(s.Duration),
+		Origin: s.Origin.Format(time.RFC3339Nano), Seed: run.Seed, Keys: max(len(s.Keys)-1, 0), Dropped: s.Dropped}}
 	if run.MaxWait >= 0 {
-		maxWait = ptr(int64(run.MaxWait))
+		h.MaxWait = ptr(int64(run.MaxWait))
 	}
 	if run.Retry.Max > 0 {
-		retry = ptr(run.Retry.String())
+		h.Retry = ptr(run.Retry.String())
 	}
-	return maxWait, retry
+	return h
 }
 
 func limitDoc(run Run, r *sim.Result) LimitDoc {

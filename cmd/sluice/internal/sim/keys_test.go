@@ -4,9 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
@@ -85,8 +83,7 @@ func TestPerKeyMatchesKeyed(t *testing.T) {
 
 func realKeyed(t *testing.T, l spec.Limit, a []traffic.Arrival, maxWait time.Duration) []sim.Grant {
 	t.Helper()
-	var grants []sim.Grant
-	synctest.Test(t, func(t *testing.T) {
+	return callers(t, a, func(t *testing.T) (func(traffic.Arrival) error, func()) {
 		var opts []keyed.Option
 		if maxWait >= 0 {
 			opts = append(opts, keyed.WithMaxWait(maxWait))
@@ -95,27 +92,11 @@ func realKeyed(t *testing.T, l spec.Limit, a []traffic.Arrival, maxWait time.Dur
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer lim.Close()
-		start := time.Now()
-		at := make([]time.Duration, len(a))
-		ok := make([]bool, len(a))
-		var wg sync.WaitGroup
-		for i, x := range a {
-			wg.Go(func() {
-				time.Sleep(x.At)
-				if _, err := lim.Acquire(context.Background(), x.Key, x.Cost); err == nil {
-					at[i], ok[i] = time.Since(start), true
-				}
-			})
-		}
-		wg.Wait()
-		for i, x := range a {
-			if ok[i] {
-				grants = append(grants, sim.Grant{Arrival: x.At, At: at[i], Cost: x.Cost})
-			}
-		}
+		return func(x traffic.Arrival) error {
+			_, err := lim.Acquire(context.Background(), x.Key, x.Cost)
+			return err
+		}, func() { lim.Close() }
 	})
-	return grants
 }
 
 // TestTopKeysByRefusals: the keys refused most are named, the most first.

@@ -174,7 +174,7 @@ func (rt *retrier) wait(k int, retryAfter int64) int64 {
 
 // upTo draws uniformly from [0, n].
 func (rt *retrier) upTo(n int64) int64 {
-	if n >= math.MaxInt64 {
+	if n == math.MaxInt64 {
 		return rt.rng.Int64()
 	}
 	return rt.rng.Int64N(n + 1)
