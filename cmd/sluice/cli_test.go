@@ -54,6 +54,8 @@ func TestGolden(t *testing.T) {
 			"-max-wait", "2s", "-upstream", "fixed:600/1m"}},
 		{"simulate-stranded", 0, []string{"simulate", "-limit", "gcra:1/h", "-limit", "gcra:10/s,burst=3", "-traffic", "steady:5/s,cost=1-2", "-duration", "10s"}},
 		{"fit-replay", 0, []string{"fit", "-traffic", "csv:testdata/traffic.csv", "-upstream", "30/s", "-p99", "2s", "-max-wait", "3s"}},
+		{"simulate-perkey", 0, []string{"simulate", "-limit", "gcra:10/s,burst=5", "-limit", "gcra:2/s,burst=2,per=key", "-traffic", "poisson:20/s,keys=50,spread=zipf",
+			"-duration", "1m", "-max-wait", "500ms", "-upstream", "30/s"}},
 		{"simulate-storm", 0, []string{"simulate", "-limit", "fixed:10/s", "-limit", "gcra:10/s,burst=10", "-traffic", "spike:100@0s",
 			"-traffic", "poisson:5/s", "-duration", "20s", "-max-wait", "0", "-retry", "max=3,jitter=none", "-upstream", "12/s"}},
 		{"simulate-calm", 0, []string{"simulate", "-limit", "fixed:10/s", "-limit", "gcra:10/s,burst=10", "-traffic", "spike:100@0s",
