@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -213,5 +214,46 @@ func TestFitStreamsBeyondMemory(t *testing.T) {
 	code, streamed, errs := sluice(fitArgs...)
 	if code != 0 || streamed != inMemory {
 		t.Errorf("exit %d %s; streamed:\n%s\nfrom memory:\n%s", code, errs, streamed, inMemory)
+	}
+}
+
+// TestPerKeyFromJSONLines: a JSON line's key field feeds a per-key limit:
+// each client gets its own one a second, and the one that sends most is
+// named first among the refused.
+func TestPerKeyFromJSONLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "traffic.jsonl")
+	var lines []string
+	for i := range 10 {
+		lines = append(lines, `{"ts":"2025-03-01T12:00:00.`+strconv.Itoa(i)+`Z","client":"a"}`)
+	}
+	lines = append(lines, `{"ts":"2025-03-01T12:00:00.5Z","client":"b"}`, `{"ts":"2025-03-01T12:00:00.6Z","client":"b"}`, `{"ts":"2025-03-01T12:00:00.7Z","client":"c"}`)
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := sluice("simulate", "-limit", "sliding:1/s,per=key", "-limit", "sliding:3/s", "-traffic", "jsonl:"+path+",time=ts,key=client",
+		"-max-wait", "0", "-format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Limits []struct {
+			Admitted   struct{ Requests int64 }
+			Keys       int
+			TopRefused []struct {
+				Key     string
+				Refused int64
+			} `json:"top_refused"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	perKey, shared := doc.Limits[0], doc.Limits[1]
+	if perKey.Keys != 3 || perKey.Admitted.Requests != 3 || len(perKey.TopRefused) != 2 ||
+		perKey.TopRefused[0].Key != "a" || perKey.TopRefused[0].Refused != 9 || perKey.TopRefused[1].Key != "b" {
+		t.Errorf("per key: %+v; want 3 keys, one admitted each, a refused 9 then b 1", perKey)
+	}
+	if shared.Keys != 0 || shared.Admitted.Requests != 3 || len(shared.TopRefused) != 0 {
+		t.Errorf("shared: %+v; want one limit over all keys admitting 3", shared)
 	}
 }
