@@ -54,6 +54,12 @@ func TestGolden(t *testing.T) {
 			"-max-wait", "2s", "-upstream", "fixed:600/1m"}},
 		{"simulate-stranded", 0, []string{"simulate", "-limit", "gcra:1/h", "-limit", "gcra:10/s,burst=3", "-traffic", "steady:5/s,cost=1-2", "-duration", "10s"}},
 		{"fit-replay", 0, []string{"fit", "-traffic", "csv:testdata/traffic.csv", "-upstream", "30/s", "-p99", "2s", "-max-wait", "3s"}},
+		{"simulate-perkey", 0, []string{"simulate", "-limit", "gcra:10/s,burst=5", "-limit", "gcra:2/s,burst=2,per=key", "-traffic", "poisson:20/s,keys=50,spread=zipf",
+			"-duration", "1m", "-max-wait", "500ms", "-upstream", "30/s"}},
+		{"simulate-storm", 0, []string{"simulate", "-limit", "fixed:10/s", "-limit", "gcra:10/s,burst=10", "-traffic", "spike:100@0s",
+			"-traffic", "poisson:5/s", "-duration", "20s", "-max-wait", "0", "-retry", "max=3,jitter=none", "-upstream", "12/s"}},
+		{"simulate-calm", 0, []string{"simulate", "-limit", "fixed:10/s", "-limit", "gcra:10/s,burst=10", "-traffic", "spike:100@0s",
+			"-traffic", "poisson:5/s", "-duration", "20s", "-max-wait", "0", "-retry", "max=3,jitter=full", "-upstream", "12/s"}},
 		{"fit-none", 1, []string{"fit", "-traffic", "steady:20/s", "-duration", "20s", "-upstream", "10/s", "-p99", "10ms", "-algorithms", "gcra,fixed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,7 +112,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"help", "nope"}, `no command "nope"`},
 		{[]string{"simulate", "-traffic", "steady:1/s"}, "no limit: give at least one -limit"},
 		{[]string{"simulate", "-limit", "gcra:1/s"}, "no traffic: give at least one -traffic"},
-		{[]string{"simulate", "-limit", "gcra:1/s,capacity=3", "-traffic", "steady:1/s"}, `invalid value "gcra:1/s,capacity=3" for flag -limit: invalid limit "gcra:1/s,capacity=3": gcra takes rate= and burst=, not "capacity"`},
+		{[]string{"simulate", "-limit", "gcra:1/s", "-traffic", "steady:1/s", "-retry", "max=3,jitter=some"}, `invalid value "max=3,jitter=some" for flag -retry: invalid retry "max=3,jitter=some": jitter=some: want none, full or equal`},
+		{[]string{"simulate", "-limit", "gcra:1/s,capacity=3", "-traffic", "steady:1/s"}, `invalid value "gcra:1/s,capacity=3" for flag -limit: invalid limit "gcra:1/s,capacity=3": gcra takes rate=, burst= and per=key, not "capacity"`},
 		{[]string{"simulate", "-limit", "gcra:1/s", "-traffic", "stedy:1/s"}, `unknown kind "stedy"`},
 		{[]string{"simulate", "-limit", "gcra:1/s", "-traffic", "steady:1/s", "-duration", "forever"}, `"forever" is not a duration`},
 		{[]string{"simulate", "-limit", "gcra:1/s", "-traffic", "steady:1/s", "-duration", "400d"}, "not a duration"},

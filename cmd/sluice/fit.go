@@ -38,6 +38,7 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 		p99      = time.Duration(-1)
 		kinds    = spec.Kinds
 		headroom = int64(5)
+		format   = "table"
 	)
 	c.register(fs)
 	upstreamFlag(fs, &upstream, "the `limit` the upstream enforces, never to be exceeded (a bare rate such as 100/s is a sliding window)")
@@ -71,6 +72,7 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 		headroom = n
 		return nil
 	})
+	formatFlag(fs, &format)
 	if code, done := parse(fs, fitUsage, args, stdout, stderr); done {
 		return code
 	}
@@ -82,17 +84,25 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 	case p99 < 0:
 		return usageError("fit", errors.New("no goal: give -p99, such as -p99 200ms"), stderr)
 	}
-	arrivals, sum, err := load(c.plan())
+	tr, sum, err := load(c.plan())
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: sum.Duration, Origin: sum.Origin, Headroom: headroom}
-	bests, err := fit.Search(arrivals, goal, kinds)
+	goal := fit.Goal{Upstream: *upstream, P99: p99, MaxWait: c.maxWait, Duration: sum.Duration, Origin: sum.Origin, Headroom: headroom,
+		Retry: c.retry, Seed: c.seed}
+	bests, err := fit.Search(tr, goal, kinds)
 	if err != nil {
 		return failure("fit", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream}
-	if err := report.Fit(stdout, info, goal, bests); err != nil {
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Retry: c.retry, Upstream: upstream}
+	print := report.Fit
+	switch format {
+	case "json":
+		print = report.FitJSON
+	case "csv":
+		print = report.FitCSV
+	}
+	if err := print(stdout, info, goal, bests); err != nil {
 		return failure("fit", err, stderr)
 	}
 	if fit.Overall(bests) == nil {
@@ -101,16 +111,44 @@ func fitCommand(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// load reads the plan's arrivals for fit, which replays them many times.
-func load(p traffic.Plan) ([]traffic.Arrival, traffic.Summary, error) {
+// fitInMemory is the most arrivals fit holds in memory (24 bytes each:
+// 48 MB) to replay them for every candidate; beyond it, each candidate
+// reads the traffic afresh, files and all, so that memory stays that of
+// one run whatever the traffic.
+var fitInMemory = 2 << 20
+
+// load reads the plan once, for its summary, keeping the arrivals when
+// there are at most fitInMemory of them, and returns what fit replays.
+func load(p traffic.Plan) (fit.Traffic, traffic.Summary, error) {
 	f, err := p.Open()
 	if err != nil {
-		return nil, traffic.Summary{}, err
+		return fit.Traffic{}, traffic.Summary{}, err
 	}
 	defer f.Close()
-	a, err := traffic.Collect(f)
-	if err == nil {
-		err = checkRun(f.Summary())
+	kept, buf := []traffic.Arrival{}, make([]traffic.Arrival, 8192)
+	for {
+		n, err := f.Read(buf)
+		if kept != nil && len(kept)+n <= fitInMemory {
+			kept = append(kept, buf[:n]...)
+		} else {
+			kept = nil
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fit.Traffic{}, traffic.Summary{}, err
+		}
 	}
-	return a, f.Summary(), err
+	sum := f.Summary()
+	if err := checkRun(sum); err != nil {
+		return fit.Traffic{}, sum, err
+	}
+	if kept != nil {
+		return fit.InMemory(kept), sum, nil
+	}
+	// The run's length is known now: given, the stream needs no first
+	// pass over the files for it.
+	p.Duration = sum.Duration
+	return fit.Traffic{Open: func() (traffic.Stream, error) { return p.Open() }, MaxCost: sum.MaxCost}, sum, nil
 }

@@ -28,6 +28,7 @@ type common struct {
 	durationSet bool
 	seed        uint64
 	maxWait     time.Duration
+	retry       sim.Retry // the zero Retry: callers do not retry
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -69,6 +70,11 @@ func (c *common) register(fs *flag.FlagSet) {
 		}
 		c.maxWait = d
 		return nil
+	})
+	fs.Func("retry", "make refused callers retry: `options` max=N, after=retry-after|exp, base=D, cap=D, jitter=none|full|equal (default max=3,after=retry-after,jitter=full)", func(s string) error {
+		r, err := sim.ParseRetry(s)
+		c.retry = r
+		return err
 	})
 }
 

@@ -52,6 +52,7 @@ Limits (-limit, -upstream):
   sliding:100/1m          at most 100 in any minute
   fixed:100/1m            at most 100 in each calendar minute
   100/s                   (-upstream only) the same as sliding:100/s
+  sliding:10/s,per=key    any limit per key: one limit for each key of the traffic
 Rates are COUNT/PERIOD: 10/s, 100/minute, 5/200ms, 3/2h.
 
 Traffic (-traffic, repeat to merge):
@@ -64,7 +65,12 @@ Traffic (-traffic, repeat to merge):
   jsonl:FILE,time=F[,key=F][,cost=F]   replay JSON lines (RFC 3339 or Unix seconds)
 Files may be gzip-compressed. Without -duration a run lasts 1m, or up to its latest
 spike or file row.
-Generated traffic also takes cost=N or cost=A-B, from=DURATION, until=DURATION.
+Generated traffic also takes cost=N or cost=A-B, from=DURATION, until=DURATION,
+and keys=N[,spread=uniform|zipf|zipf:S] (keys k1 ... kN).
+
+Retrying callers (-retry):
+  max=3,after=retry-after,jitter=full       retry a refusal after its RetryAfter
+  max=3,after=exp,base=100ms,cap=10s,jitter=equal   or after an exponential back-off
 
 Run 'sluice help simulate' or 'sluice help fit' for their flags; docs/simulator.md has the details.
 `

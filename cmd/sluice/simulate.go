@@ -55,14 +55,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	fs.Func("window", "the `length` of the windows in which the most admitted is measured (default: the upstream's period, else 1s)", positive(&window))
 	fs.Func("bin", "the `width` of the charts' bins (default: a round width that draws the run in at most 2,000)", positive(&bin))
 	fs.StringVar(&charts, "charts", "", "write rates.png, rates.svg, waits.png and waits.svg into `dir`")
-	fs.Func("format", "how to print the results: `table` (the default), csv or json (schema in docs/simulator.md)", func(s string) error {
-		switch s {
-		case "table", "csv", "json":
-			format = s
-			return nil
-		}
-		return fmt.Errorf("%q is not a format: want table, csv or json", s)
-	})
+	formatFlag(fs, &format)
 	fs.StringVar(&series, "series", "", "write the binned series (units offered and admitted per bin) to `file`.csv")
 	if code, done := parse(fs, simulateUsage, args, stdout, stderr); done {
 		return code
@@ -91,7 +84,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	cfgs := make([]sim.Config, len(limits))
 	for i, l := range limits {
 		cfgs[i] = sim.Config{Limit: l, MaxWait: c.maxWait, Window: window, Upstream: upstream, Bin: bin,
-			Duration: plan.Length(), Origin: feed.Summary().Origin}
+			Duration: plan.Length(), Origin: feed.Summary().Origin, Retry: c.retry, Seed: c.seed}
 	}
 	results, err := sim.RunStream(feed, cfgs)
 	if err != nil {
@@ -101,7 +94,7 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	if err := checkRun(sum); err != nil {
 		return failure("simulate", err, stderr)
 	}
-	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Upstream: upstream, Window: window}
+	info := report.Run{Traffic: c.texts, Summary: sum, Seed: c.seed, MaxWait: c.maxWait, Retry: c.retry, Upstream: upstream, Window: window}
 	if err := output(stdout, format, info, results); err != nil {
 		return failure("simulate", err, stderr)
 	}
@@ -120,6 +113,18 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// formatFlag registers -format: table, csv or json.
+func formatFlag(fs *flag.FlagSet, format *string) {
+	fs.Func("format", "how to print the results: `table` (the default), csv or json (schema in docs/simulator.md)", func(s string) error {
+		switch s {
+		case "table", "csv", "json":
+			*format = s
+			return nil
+		}
+		return fmt.Errorf("%q is not a format: want table, csv or json", s)
+	})
 }
 
 // positive is a flag.Func for a positive duration.

@@ -3,6 +3,7 @@ package fit
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -25,6 +26,8 @@ type Goal struct {
 	MaxWait  time.Duration // the callers' maximum wait (sim.Forever: none)
 	Duration time.Duration // of the traffic
 	Origin   time.Time     // the instant offset 0 stands for (zero: sim.Start)
+	Retry    sim.Retry     // how refused callers retry (zero: never)
+	Seed     uint64        // the retries' jitter
 	// Headroom is the share of the upstream, in percent, left unused
 	// against what the simulation cannot see (network jitter bunching
 	// requests, clocks, other clients): candidates are held to the upstream
@@ -123,11 +126,31 @@ func nearer(a, b Miss) bool {
 	return a.Run.AdmittedUnits > b.Run.AdmittedUnits
 }
 
-// Search finds the best configuration of each kind for the arrivals.
+// Traffic is what a search replays, once per candidate.
+type Traffic struct {
+	// Open returns a fresh stream of the same arrivals at every call; the
+	// search calls it from several goroutines at once.
+	Open func() (traffic.Stream, error)
+	// MaxCost is the largest cost among them.
+	MaxCost int64
+}
+
+// InMemory is the Traffic of arrivals held in memory (sorted by instant).
+func InMemory(arrivals []traffic.Arrival) Traffic {
+	var largest int64 = 1
+	for _, a := range arrivals {
+		largest = max(largest, a.Cost)
+	}
+	return Traffic{Open: func() (traffic.Stream, error) { return traffic.Slice(arrivals), nil }, MaxCost: largest}
+}
+
+// Search finds the best configuration of each kind for the traffic.
 // Sizes (bursts, capacities, window limits) start at the largest cost in
 // the traffic: a smaller one refuses those requests outright, which no
-// wait cures.
-func Search(arrivals []traffic.Arrival, goal Goal, kinds []spec.Kind) ([]Best, error) {
+// wait cures. Memory is what one candidate's run holds, times the
+// candidates run side by side (at most GOMAXPROCS), and what the
+// traffic's Open holds.
+func Search(tr Traffic, goal Goal, kinds []spec.Kind) ([]Best, error) {
 	if err := goal.Upstream.Rate.Validate(); err != nil {
 		return nil, fmt.Errorf("fit: upstream: %w", err)
 	}
@@ -140,11 +163,10 @@ func Search(arrivals []traffic.Arrival, goal Goal, kinds []spec.Kind) ([]Best, e
 			unique = append(unique, k)
 		}
 	}
-	var largest int64 = 1
-	for _, a := range arrivals {
-		largest = max(largest, a.Cost)
+	if tr.Open == nil {
+		tr = InMemory(nil)
 	}
-	s := &search{arrivals: arrivals, goal: goal, judged: goal.Judged(), lo: largest}
+	s := &search{traffic: tr, goal: goal, judged: goal.Judged(), lo: max(tr.MaxCost, 1)}
 	out := make([]Best, 0, len(unique))
 	for _, k := range unique {
 		b, err := s.kind(k)
@@ -157,10 +179,10 @@ func Search(arrivals []traffic.Arrival, goal Goal, kinds []spec.Kind) ([]Best, e
 }
 
 type search struct {
-	arrivals []traffic.Arrival
-	goal     Goal
-	judged   spec.Limit // the upstream with the headroom taken off
-	lo       int64      // the smallest size worth trying: the largest cost
+	traffic Traffic
+	goal    Goal
+	judged  spec.Limit // the upstream with the headroom taken off
+	lo      int64      // the smallest size worth trying: the largest cost
 }
 
 // kind searches one algorithm: its coarse lines side by side, then, for
@@ -429,11 +451,23 @@ func (l *line) run(s *search, size int64, quick bool) (*sim.Result, error) {
 		return nil, fmt.Errorf("fit: %v: %w", lim, err)
 	}
 	up := s.judged
-	cfg := sim.Config{Limit: lim, MaxWait: s.goal.MaxWait, Upstream: &up, StopOnExceed: quick, Duration: s.goal.Duration, Origin: s.goal.Origin}
+	cfg := sim.Config{Limit: lim, MaxWait: s.goal.MaxWait, Upstream: &up, StopOnExceed: quick, Duration: s.goal.Duration, Origin: s.goal.Origin,
+		Retry: s.goal.Retry, Seed: s.goal.Seed}
 	if !quick {
 		cfg.Window, cfg.Bin = up.Rate.Per, sim.AutoBin
 	}
-	return sim.Run(s.arrivals, cfg)
+	src, err := s.traffic.Open()
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := src.(io.Closer); ok {
+		defer c.Close() // a quick run stops before the stream's end
+	}
+	res, err := sim.RunStream(src, []sim.Config{cfg})
+	if err != nil {
+		return nil, err
+	}
+	return res[0], nil
 }
 
 // Guaranteed reports whether limit stays within upstream for any traffic,

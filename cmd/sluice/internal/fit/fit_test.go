@@ -58,7 +58,7 @@ func check(t *testing.T, a []traffic.Arrival, goal fit.Goal, b fit.Best) {
 func TestSearch(t *testing.T) {
 	a := arrivals(t, time.Minute, "poisson:8/s", "spike:25@20s,25@40.5s")
 	goal := fit.Goal{Upstream: upstream(t, "10/s"), P99: 3 * time.Second, MaxWait: sim.Forever, Duration: time.Minute}
-	bests, err := fit.Search(a, goal, spec.Kinds)
+	bests, err := fit.Search(fit.InMemory(a), goal, spec.Kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestSearch(t *testing.T) {
 	if top := fit.Overall(bests); top == nil || top.AdmittedUnits < g.AdmittedUnits || top.AdmittedUnits < bests[3].Pick.AdmittedUnits {
 		t.Errorf("Overall = %v, not the best", top)
 	}
-	again, err := fit.Search(a, goal, spec.Kinds)
+	again, err := fit.Search(fit.InMemory(a), goal, spec.Kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestSearch(t *testing.T) {
 func TestSearchIsBestOfGrid(t *testing.T) {
 	a := arrivals(t, 30*time.Second, "poisson:9/s", "spike:15@10s")
 	goal := fit.Goal{Upstream: upstream(t, "10/s"), P99: 400 * time.Millisecond, MaxWait: time.Second, Duration: 30 * time.Second}
-	bests, err := fit.Search(a, goal, []spec.Kind{spec.GCRA, spec.Fixed})
+	bests, err := fit.Search(fit.InMemory(a), goal, []spec.Kind{spec.GCRA, spec.Fixed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestSearchNone(t *testing.T) {
 	// of 10 ms: whatever keeps within the upstream makes them wait longer.
 	a := arrivals(t, 20*time.Second, "steady:20/s")
 	goal := fit.Goal{Upstream: upstream(t, "10/s"), P99: 10 * time.Millisecond, MaxWait: sim.Forever, Duration: 20 * time.Second}
-	bests, err := fit.Search(a, goal, spec.Kinds)
+	bests, err := fit.Search(fit.InMemory(a), goal, spec.Kinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestSearchNone(t *testing.T) {
 	// Costs above anything the upstream admits at once: every candidate
 	// refuses them all, and a limit that admits nothing is no pick.
 	big := arrivals(t, 5*time.Second, "steady:1/s,cost=20")
-	bests, err = fit.Search(big, fit.Goal{Upstream: upstream(t, "10/s"), P99: time.Hour, MaxWait: sim.Forever}, []spec.Kind{spec.GCRA})
+	bests, err = fit.Search(fit.InMemory(big), fit.Goal{Upstream: upstream(t, "10/s"), P99: time.Hour, MaxWait: sim.Forever}, []spec.Kind{spec.GCRA})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +182,13 @@ func TestSearchNone(t *testing.T) {
 }
 
 func TestSearchErrors(t *testing.T) {
-	if _, err := fit.Search(nil, fit.Goal{}, spec.Kinds); err == nil {
+	if _, err := fit.Search(fit.InMemory(nil), fit.Goal{}, spec.Kinds); err == nil {
 		t.Error("Search without an upstream succeeded")
 	}
-	if _, err := fit.Search(nil, fit.Goal{Upstream: upstream(t, "10/s"), P99: -1}, spec.Kinds); err == nil {
+	if _, err := fit.Search(fit.InMemory(nil), fit.Goal{Upstream: upstream(t, "10/s"), P99: -1}, spec.Kinds); err == nil {
 		t.Error("Search with a negative goal succeeded")
 	}
-	if _, err := fit.Search(nil, fit.Goal{Upstream: upstream(t, "10/s")}, []spec.Kind{"nope"}); err == nil {
+	if _, err := fit.Search(fit.InMemory(nil), fit.Goal{Upstream: upstream(t, "10/s")}, []spec.Kind{"nope"}); err == nil {
 		t.Error("Search of an unknown kind succeeded")
 	}
 }
@@ -225,7 +225,7 @@ func TestGuaranteed(t *testing.T) {
 func TestSearchNamesAKindOnce(t *testing.T) {
 	a := arrivals(t, 10*time.Second, "poisson:5/s")
 	goal := fit.Goal{Upstream: upstream(t, "10/s"), P99: time.Second, MaxWait: sim.Forever}
-	bests, err := fit.Search(a, goal, []spec.Kind{spec.GCRA, spec.Fixed, spec.GCRA})
+	bests, err := fit.Search(fit.InMemory(a), goal, []spec.Kind{spec.GCRA, spec.Fixed, spec.GCRA})
 	if err != nil {
 		t.Fatal(err)
 	}

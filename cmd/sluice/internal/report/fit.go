@@ -14,6 +14,7 @@ func Fit(w io.Writer, run Run, goal fit.Goal, bests []fit.Best) error {
 	var b strings.Builder
 	trafficLine(&b, run)
 	fmt.Fprintf(&b, "callers   %s\n", Waiting(goal.MaxWait))
+	retryLine(&b, run)
 	fmt.Fprintf(&b, "upstream  %v, never to be exceeded", goal.Upstream)
 	if goal.Headroom > 0 {
 		fmt.Fprintf(&b, "; with %d%% headroom, candidates are held to %v", goal.Headroom, goal.Judged())

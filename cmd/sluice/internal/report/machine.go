@@ -19,13 +19,19 @@ const Schema = "sluice.simulate/v1"
 // Durations are whole nanoseconds (fields ending in _ns); counts of
 // requests and of units (cost) are given apart.
 type Document struct {
-	Schema   string     `json:"schema"`
-	Traffic  TrafficDoc `json:"traffic"`
-	MaxWait  *int64     `json:"max_wait_ns"` // null: callers wait as long as it takes
-	Upstream *string    `json:"upstream"`    // null: none
-	Window   int64      `json:"window_ns"`   // the length "max in window" is measured over
+	Header
+	Upstream *string    `json:"upstream"`  // null: none
+	Window   int64      `json:"window_ns"` // the length "max in window" is measured over
 	Limits   []LimitDoc `json:"limits"`
 	Notes    []string   `json:"notes"`
+}
+
+// Header opens both documents: the schema, the traffic and the callers.
+type Header struct {
+	Schema  string     `json:"schema"`
+	Traffic TrafficDoc `json:"traffic"`
+	MaxWait *int64     `json:"max_wait_ns"` // null: callers wait as long as it takes
+	Retry   *string    `json:"retry"`       // how refused callers retry; null: they do not
 }
 
 // TrafficDoc describes the arrivals.
@@ -68,36 +74,68 @@ type LimitDoc struct {
 	Exceeded      *int64 `json:"exceeded"`
 	FirstExceeded *int64 `json:"first_exceeded_ns"`
 	LastGrant     int64  `json:"last_grant_ns"`
+	// A per-key limit's keys (0 for a limit over all of them) and those
+	// it refused most, the most first.
+	Keys       int      `json:"keys"`
+	TopRefused []KeyDoc `json:"top_refused"`
+	// Attempts after the first, attempts per request, and the most
+	// retries at one instant and the first such instant.
+	Retries       int64   `json:"retries"`
+	Amplification float64 `json:"amplification"`
+	PeakRetries   int64   `json:"peak_retries"`
+	PeakRetriesAt int64   `json:"peak_retries_at_ns"`
+}
+
+// KeyDoc is a key and the requests refused it.
+type KeyDoc struct {
+	Key     string `json:"key"`
+	Refused int64  `json:"refused"`
 }
 
 // NewDocument builds the document of a run.
 func NewDocument(run Run, results []*sim.Result) Document {
-	s := run.Summary
-	d := Document{Schema: Schema, Window: int64(run.Window), Limits: []LimitDoc{}, Notes: notes(run, results),
-		Traffic: TrafficDoc{Patterns: run.Traffic, Arrivals: s.Arrivals, Units: s.Units, Duration: int64(s.Duration),
-			Origin: s.Origin.Format(time.RFC3339Nano), Seed: run.Seed, Keys: max(len(s.Keys)-1, 0), Dropped: s.Dropped}}
-	if run.MaxWait >= 0 {
-		d.MaxWait = ptr(int64(run.MaxWait))
-	}
+	d := Document{Header: header(Schema, run), Window: int64(run.Window), Limits: []LimitDoc{}, Notes: notes(run, results)}
 	if run.Upstream != nil {
 		d.Upstream = ptr(run.Upstream.String())
 	}
 	for _, r := range results {
-		l := LimitDoc{Limit: r.Limit.String(), Offered: Count{r.Offered, r.OfferedUnits}, Admitted: Count{r.Admitted, r.AdmittedUnits},
-			Refused: Count{r.Refused, r.RefusedUnits}, Stranded: Count{r.Stranded, r.StrandedUnits}, TooLarge: r.TooLarge,
-			Waited: r.Waited, Max: int64(r.Max), MaxInWindow: r.MaxInWindow, MaxInWindowAt: int64(r.MaxInWindowAt), LastGrant: int64(r.End)}
-		if !r.P50Stranded {
-			l.P50 = ptr(int64(r.P50))
-		}
-		if !r.P99Stranded {
-			l.P99 = ptr(int64(r.P99))
-		}
-		if run.Upstream != nil {
-			l.Exceeded, l.FirstExceeded = ptr(r.Exceeded), ptr(int64(r.FirstExceeded))
-		}
-		d.Limits = append(d.Limits, l)
+		d.Limits = append(d.Limits, limitDoc(run, r))
 	}
 	return d
+}
+
+func header(schema string, run Run) Header {
+	s := run.Summary
+	h := Header{Schema: schema, Traffic: TrafficDoc{Patterns: run.Traffic, Arrivals: s.Arrivals, Units: s.Units, Duration: int64(s.Duration),
+		Origin: s.Origin.Format(time.RFC3339Nano), Seed: run.Seed, Keys: max(len(s.Keys)-1, 0), Dropped: s.Dropped}}
+	if run.MaxWait >= 0 {
+		h.MaxWait = ptr(int64(run.MaxWait))
+	}
+	if run.Retry.Max > 0 {
+		h.Retry = ptr(run.Retry.String())
+	}
+	return h
+}
+
+func limitDoc(run Run, r *sim.Result) LimitDoc {
+	l := LimitDoc{Limit: r.Limit.String(), Offered: Count{r.Offered, r.OfferedUnits}, Admitted: Count{r.Admitted, r.AdmittedUnits},
+		Refused: Count{r.Refused, r.RefusedUnits}, Stranded: Count{r.Stranded, r.StrandedUnits}, TooLarge: r.TooLarge,
+		Waited: r.Waited, Max: int64(r.Max), MaxInWindow: r.MaxInWindow, MaxInWindowAt: int64(r.MaxInWindowAt), LastGrant: int64(r.End),
+		Keys: r.Keys, TopRefused: []KeyDoc{}, Retries: r.Retries, Amplification: Amplification(r),
+		PeakRetries: r.PeakRetries, PeakRetriesAt: int64(r.PeakRetriesAt)}
+	for _, k := range r.TopRefused {
+		l.TopRefused = append(l.TopRefused, KeyDoc{Key: keyName(run.Summary, k.Key), Refused: k.Refused})
+	}
+	if !r.P50Stranded {
+		l.P50 = ptr(int64(r.P50))
+	}
+	if !r.P99Stranded {
+		l.P99 = ptr(int64(r.P99))
+	}
+	if r.Upstream != nil {
+		l.Exceeded, l.FirstExceeded = ptr(r.Exceeded), ptr(int64(r.FirstExceeded))
+	}
+	return l
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -112,7 +150,7 @@ func JSON(w io.Writer, run Run, results []*sim.Result) error {
 // CSVHeader is the first row -format csv writes; each row after is a limit.
 var CSVHeader = []string{"limit", "offered_requests", "offered_units", "admitted_requests", "admitted_units",
 	"refused_requests", "refused_units", "stranded_requests", "too_large", "waited", "p50_wait_ns", "p99_wait_ns",
-	"max_wait_ns", "max_in_window", "window_ns", "exceeded", "first_exceeded_ns"}
+	"max_wait_ns", "max_in_window", "window_ns", "exceeded", "first_exceeded_ns", "keys", "retries", "peak_retries", "peak_retries_at_ns"}
 
 // CSV writes one row per limit under CSVHeader; a percentile that falls
 // among the stranded, and the upstream's columns without one, are empty.
@@ -122,7 +160,8 @@ func CSV(w io.Writer, run Run, results []*sim.Result) error {
 	for _, l := range NewDocument(run, results).Limits {
 		cw.Write([]string{l.Limit, i64(l.Offered.Requests), i64(l.Offered.Units), i64(l.Admitted.Requests), i64(l.Admitted.Units),
 			i64(l.Refused.Requests), i64(l.Refused.Units), i64(l.Stranded.Requests), i64(l.TooLarge), i64(l.Waited),
-			opt(l.P50), opt(l.P99), i64(l.Max), i64(l.MaxInWindow), i64(int64(run.Window)), opt(l.Exceeded), opt(l.FirstExceeded)})
+			opt(l.P50), opt(l.P99), i64(l.Max), i64(l.MaxInWindow), i64(int64(run.Window)), opt(l.Exceeded), opt(l.FirstExceeded),
+			i64(int64(l.Keys)), i64(l.Retries), i64(l.PeakRetries), i64(l.PeakRetriesAt)})
 	}
 	cw.Flush()
 	return cw.Error()

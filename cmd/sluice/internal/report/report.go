@@ -20,6 +20,7 @@ type Run struct {
 	Summary  traffic.Summary // what they made
 	Seed     uint64
 	MaxWait  time.Duration // sim.Forever for none
+	Retry    sim.Retry     // the zero Retry: callers do not retry
 	Upstream *spec.Limit
 	Window   time.Duration
 }
@@ -40,6 +41,13 @@ func trafficLine(b *strings.Builder, run Run) {
 		fmt.Fprintf(b, ", %d keys", len(s.Keys)-1)
 	}
 	fmt.Fprintf(b, ", seed %d\n", run.Seed)
+}
+
+// retryLine says how refused callers retry, if they do.
+func retryLine(b *strings.Builder, run Run) {
+	if run.Retry.Max > 0 {
+		fmt.Fprintf(b, "retry     %v: a refused caller comes back; its wait counts from its first attempt\n", run.Retry)
+	}
 }
 
 // trafficNotes say what the run's length left out or added.
@@ -66,6 +74,7 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 	var b strings.Builder
 	trafficLine(&b, run)
 	fmt.Fprintf(&b, "callers   %s\n", Waiting(run.MaxWait))
+	retryLine(&b, run)
 	if run.Upstream != nil {
 		fmt.Fprintf(&b, "upstream  %v\n", run.Upstream)
 	}
@@ -76,6 +85,17 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 	if units {
 		header = append(header, "requests admitted")
 	}
+	retrying := run.Retry.Max > 0
+	if retrying {
+		header = append(header, "retries", "attempts/request", "peak retries")
+	}
+	perKey := false
+	for _, r := range results {
+		perKey = perKey || r.Limit.PerKey
+	}
+	if perKey {
+		header = append(header, "keys")
+	}
 	header = append(header, "waited", "p50 wait", "p99 wait", "max wait", win)
 	if run.Upstream != nil {
 		header = append(header, "upstream")
@@ -85,6 +105,12 @@ func Simulation(w io.Writer, run Run, results []*sim.Result) error {
 		row := []string{r.Limit.String(), count(r.OfferedUnits), count(r.AdmittedUnits), count(r.RefusedUnits)}
 		if units {
 			row = append(row, fmt.Sprintf("%d of %d", r.Admitted, r.Offered))
+		}
+		if retrying {
+			row = append(row, retryCells(r)...)
+		}
+		if perKey {
+			row = append(row, keysCell(r))
 		}
 		row = append(row, count(r.Waited), Percentile(r.P50, r.P50Stranded), Percentile(r.P99, r.P99Stranded), Percentile(r.Max, r.Stranded > 0), count(r.MaxInWindow))
 		if run.Upstream != nil {
@@ -120,11 +146,53 @@ func notes(run Run, results []*sim.Result) []string {
 		if r.Stranded > 0 {
 			notes = append(notes, fmt.Sprintf("%v left %d callers still waiting when the run stopped (neither admitted nor refused; in the percentiles as waits longer than any granted)", r.Limit, r.Stranded))
 		}
+		if len(r.TopRefused) > 0 {
+			var top []string
+			for _, k := range r.TopRefused {
+				top = append(top, fmt.Sprintf("%s %d", keyName(run.Summary, k.Key), k.Refused))
+			}
+			notes = append(notes, fmt.Sprintf("%v refused most (requests): %s", r.Limit, strings.Join(top, ", ")))
+		}
 		if r.SeriesCut {
 			notes = append(notes, fmt.Sprintf("%v: the charts stop after %d bins", r.Limit, sim.MaxBins))
 		}
 	}
 	return notes
+}
+
+// retryCells are the retries, the amplification (attempts over the
+// requests offered) and the most retries at one instant, and when.
+func retryCells(r *sim.Result) []string {
+	peak := "0"
+	if r.PeakRetries > 0 {
+		peak = fmt.Sprintf("%d at %s", r.PeakRetries, Duration(r.PeakRetriesAt))
+	}
+	return []string{count(r.Retries), fmt.Sprintf("%.2f", Amplification(r)), peak}
+}
+
+// Amplification is the attempts per request offered: 1 without retries.
+func Amplification(r *sim.Result) float64 {
+	if r.Offered == 0 {
+		return 1
+	}
+	return float64(r.Offered+r.Retries) / float64(r.Offered)
+}
+
+// keysCell is a per-key limit's number of keys; "all" for a limit over
+// all of them.
+func keysCell(r *sim.Result) string {
+	if !r.Limit.PerKey {
+		return "all"
+	}
+	return count(int64(r.Keys))
+}
+
+// keyName names key number k; the arrivals without a key share "(none)".
+func keyName(s traffic.Summary, k uint32) string {
+	if int(k) < len(s.Keys) && k > 0 {
+		return s.Keys[k]
+	}
+	return "(none)"
 }
 
 // Percentile is a wait percentile, or "stranded" when it falls among the

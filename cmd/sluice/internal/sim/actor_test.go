@@ -60,24 +60,39 @@ func distinct(a []traffic.Arrival) bool {
 // order of arrival.
 func real(t *testing.T, l spec.Limit, a []traffic.Arrival, maxWait time.Duration) []sim.Grant {
 	t.Helper()
-	var grants []sim.Grant
-	synctest.Test(t, func(t *testing.T) {
+	return callers(t, a, func(t *testing.T) (func(traffic.Arrival) error, func()) {
 		alg, err := l.New()
 		if err != nil {
 			t.Fatal(err)
 		}
 		// sim.Forever is -1, which actor reads as no maximum too.
 		lim := actor.New(alg, actor.WithMaxWait(maxWait))
-		defer lim.Close()
-		start := time.Now()
+		return func(x traffic.Arrival) error {
+			_, err := lim.Acquire(context.Background(), x.Cost)
+			return err
+		}, func() { lim.Close() }
+	})
+}
+
+// callers runs a real limiter in a synctest bubble (a perfect clock), one
+// goroutine per caller sleeping until its arrival and then acquiring, and
+// returns the grants in order of arrival. start makes the limiter inside
+// the bubble: its acquire and its stop.
+func callers(t *testing.T, a []traffic.Arrival, start func(t *testing.T) (acquire func(traffic.Arrival) error, stop func())) []sim.Grant {
+	t.Helper()
+	var grants []sim.Grant
+	synctest.Test(t, func(t *testing.T) {
+		acquire, stop := start(t)
+		defer stop()
+		begin := time.Now()
 		at := make([]time.Duration, len(a))
 		ok := make([]bool, len(a))
 		var wg sync.WaitGroup
 		for i, x := range a {
 			wg.Go(func() {
 				time.Sleep(x.At)
-				if _, err := lim.Acquire(context.Background(), x.Cost); err == nil {
-					at[i], ok[i] = time.Since(start), true
+				if acquire(x) == nil {
+					at[i], ok[i] = time.Since(begin), true
 				}
 			})
 		}

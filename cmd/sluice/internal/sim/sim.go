@@ -56,13 +56,17 @@ type Config struct {
 	// result partial (Result.Stopped): for searches that only need to know
 	// whether a limit ever exceeds the upstream.
 	StopOnExceed bool
+	// Retry makes refused callers retry (the zero Retry: never), drawing
+	// their jitter from Seed.
+	Retry Retry
+	Seed  uint64
 	// Record keeps every admission in Result.Grants (for tests).
 	Record bool
 }
 
 // Grant is one admission.
 type Grant struct {
-	Arrival, At time.Duration // when it arrived and when it was granted
+	Arrival, At time.Duration // when it first arrived and when it was granted
 	Cost        int64
 }
 
@@ -119,6 +123,21 @@ type Result struct {
 	// Duration is the run's length (Config.Duration, or the stream's).
 	Duration time.Duration
 
+	// Keys counts the keys a per-key limit kept a limit for, and
+	// TopRefused its keys with the most refused requests (at most
+	// TopKeys, the most first, ties by first arrival); both empty for a
+	// limit over all keys.
+	Keys       int
+	TopRefused []KeyCount
+
+	// Retries counts the attempts after the first (Config.Retry): Offered
+	// + Retries attempts in all. A request is admitted when one of its
+	// attempts is, and refused when its last one is; its wait counts from
+	// its first attempt. PeakRetries is the most retries at one instant,
+	// PeakRetriesAt the first such instant: the storm.
+	Retries, PeakRetries int64
+	PeakRetriesAt        time.Duration
+
 	// Stopped reports a run ended early by Config.StopOnExceed; its
 	// numbers cover only what came before.
 	Stopped bool
@@ -152,11 +171,14 @@ type Result struct {
 type run struct {
 	cfg      Config
 	clock    clock
-	alg      algorithms.Algorithm
+	one      lane // the limit's FIFO; a per-key limit has keys instead
+	keys     *keys
+	retry    *retrier // nil when callers do not retry
 	capacity int64
 	maxWait  int64 // ns; < 0 none
 	// pend holds the reservations not yet granted, in order of instant
-	// (which is their order of arrival); pend[ph] is the next.
+	// (which is their order of arrival); pend[ph] is the next. A per-key
+	// limit keeps them in keys.due instead.
 	pend []reservation
 	ph   int
 	now  int64   // the instant of the batch of arrivals being decided
@@ -167,8 +189,20 @@ type run struct {
 	res  *Result
 }
 
+// lane is one FIFO of waiters and the algorithm that decides for them: the
+// limit's, or one key's of a per-key limit.
+type lane struct {
+	alg     algorithms.Algorithm
+	waiting int   // reservations not yet granted
+	last    int64 // the latest reservation's instant
+}
+
 // reservation is a waiter's grant, decided on arrival, due at at.
-type reservation struct{ arrival, at, cost int64 }
+type reservation struct {
+	arrival, at, cost int64 // arrival: the request's first attempt
+	key               uint32
+	tries             uint32 // retries before this attempt
+}
 
 // never is the instant of a waiter the algorithm would never admit (it
 // names no instant to retry at), which the real queue would hold at its
@@ -184,13 +218,17 @@ func newRun(cfg Config) (*run, error) {
 		cfg.Origin = Start
 	}
 	r := &run{
-		cfg: cfg, clock: clock{cfg.Origin.UnixNano()}, alg: alg, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
+		cfg: cfg, clock: clock{cfg.Origin.UnixNano()}, one: lane{alg: alg}, capacity: alg.Capacity(), maxWait: int64(cfg.MaxWait),
 		win: window{length: int64(cfg.Window)}, bins: newSeries(cfg.Bin, cfg.Duration), now: -1,
 		res: &Result{Limit: cfg.Limit, Window: cfg.Window, Upstream: cfg.Upstream},
 	}
 	if r.maxWait < 0 {
 		r.maxWait = -1
 	}
+	if cfg.Limit.PerKey {
+		r.keys = &keys{limit: cfg.Limit}
+	}
+	r.retry = newRetrier(cfg.Retry, cfg.Seed)
 	if cfg.Upstream != nil {
 		if r.up, err = newJudge(*cfg.Upstream, r.clock); err != nil {
 			return nil, err
@@ -225,32 +263,59 @@ func (r *run) feed(arrivals []traffic.Arrival) {
 	for i := 0; i < len(arrivals) && !r.res.Stopped; i++ {
 		a := &arrivals[i]
 		now := int64(a.At)
-		if now != r.now {
-			r.grant(now)
-			r.now = now
-			if r.res.Stopped {
-				return
-			}
+		if r.retry != nil {
+			r.retries(now)
 		}
-		r.arrive(now, a.Cost)
+		if r.step(now); r.res.Stopped {
+			return
+		}
+		r.res.Offered++
+		r.res.OfferedUnits += a.Cost
+		if r.bins != nil {
+			r.bins.add(&r.bins.offered, now, a.Cost)
+		}
+		r.attempt(now, now, a.Cost, a.Key, 0)
 	}
 	if n := len(arrivals); n > 0 {
 		r.last = max(r.last, int64(arrivals[n-1].At))
 	}
 }
 
-// drain grants the reservations up to the horizon once the arrivals have
-// ended; d is the run's length.
+// step moves the owner to instant now: the grants due at or before it
+// first.
+func (r *run) step(now int64) {
+	if now != r.now {
+		r.grant(now)
+		r.now = now
+	}
+}
+
+// drain makes the retries and grants the reservations up to the horizon
+// once the arrivals have ended; d is the run's length. A retry due after
+// the horizon is a caller still waiting, as a reservation is.
 func (r *run) drain(d time.Duration) {
 	r.cfg.Duration = max(r.cfg.Duration, d)
 	horizon := int64(r.cfg.Horizon)
 	if horizon <= 0 {
 		horizon = muldiv.Add(muldiv.Mul(max(int64(r.cfg.Duration), r.last), 10), int64(time.Minute))
 	}
+	if r.retry != nil {
+		r.retries(horizon)
+		for _, q := range r.retry.due.h {
+			r.res.Stranded++
+			r.res.StrandedUnits += q.cost
+		}
+	}
 	r.grant(horizon)
 	for _, p := range r.pend[r.ph:] {
 		r.res.Stranded++
 		r.res.StrandedUnits += p.cost
+	}
+	if r.keys != nil {
+		for _, q := range r.keys.due.h {
+			r.res.Stranded++
+			r.res.StrandedUnits += q.cost
+		}
 	}
 }
 
@@ -259,6 +324,10 @@ func (r *run) drain(d time.Duration) {
 // and stops after the instant at which the upstream was first exceeded,
 // with StopOnExceed.
 func (r *run) grant(until int64) {
+	if r.keys != nil {
+		r.grantKeys(until)
+		return
+	}
 	for r.ph < len(r.pend) && !r.res.Stopped {
 		at := r.pend[r.ph].at
 		if at > until {
@@ -269,6 +338,7 @@ func (r *run) grant(until int64) {
 			r.admitted(p.arrival, p.at, p.cost)
 		}
 	}
+	r.one.waiting = len(r.pend) - r.ph
 	if r.ph == len(r.pend) {
 		r.pend, r.ph = r.pend[:0], 0
 	} else if r.ph > 4096 && r.ph > len(r.pend)/2 {
@@ -276,64 +346,80 @@ func (r *run) grant(until int64) {
 	}
 }
 
-// arrive is actor's runtime.admit for an Acquire with WithMaxWait(MaxWait)
-// and no deadline, followed by the queue's decisions for it.
-func (r *run) arrive(now, cost int64) {
-	r.res.Offered++
-	r.res.OfferedUnits += cost
-	if r.bins != nil {
-		r.bins.add(&r.bins.offered, now, cost)
-	}
+// attempt is actor's runtime.admit for an Acquire with WithMaxWait(MaxWait)
+// and no deadline, followed by the queue's decisions for it; for a
+// per-key limit, keyed's for the arrival's key. first is the request's
+// first attempt, from which its wait counts; tries, its retries so far.
+func (r *run) attempt(now, first, cost int64, key uint32, tries uint32) {
 	if cost > r.capacity {
-		r.res.TooLarge++
-		r.refuse(cost)
+		r.res.TooLarge++ // permanent: never retried
+		r.refuse(cost, key)
 		return
 	}
+	l := &r.one
+	if r.keys != nil {
+		l = r.keys.lane(key)
+	}
 	at := now
-	if r.ph < len(r.pend) {
+	if l.waiting > 0 {
 		// Behind the reservations: from the last one's instant
 		// (scheduler.Scheduled), which no grant can come before.
-		at = max(r.pend[len(r.pend)-1].at, now)
+		at = max(l.last, now)
 		switch {
 		case r.maxWait >= 0 && at-now > r.maxWait:
-			r.refuse(cost)
+			// Only behind a waiter that is never granted: any other was
+			// reserved within the maximum wait of an earlier arrival. No
+			// instant to name, so a retry falls back on its back-off.
+			r.refused(now, first, cost, key, tries, 0)
 			return
 		case at == never:
-			r.pend = append(r.pend, reservation{now, never, cost})
+			r.reserve(l, reservation{first, never, cost, key, tries})
 			return
 		}
 	}
 	for i := 0; ; i++ {
-		ok, retry := r.decide(at, cost)
+		ok, retry := decideOn(l.alg, r.clock, at, cost)
 		switch {
 		case ok && at == now:
-			r.admitted(now, now, cost)
+			r.admitted(first, now, cost)
 			return
 		case ok:
-			r.pend = append(r.pend, reservation{now, at, cost})
+			r.reserve(l, reservation{first, at, cost, key, tries})
 			return
 		case retry == 0 || i == 64:
 			// scheduler.Predict's bound: an algorithm that keeps naming
 			// instants it then refuses at waits for an event.
-			r.pend = append(r.pend, reservation{now, never, cost})
+			r.reserve(l, reservation{first, never, cost, key, tries})
 			return
 		}
 		at = max(retry, at+1)
 		if r.maxWait >= 0 && at-now > r.maxWait {
-			// Refused on the instant named: the decisions that named it
-			// were denials, which took nothing.
-			r.refuse(cost)
+			// Refused on the instant named (its RetryAfter): the decisions
+			// that named it were denials, which took nothing.
+			r.refused(now, first, cost, key, tries, at-now)
 			return
 		}
 	}
 }
 
-func (r *run) refuse(cost int64) {
-	r.res.Refused++
-	r.res.RefusedUnits += cost
+// reserve queues p on lane l.
+func (r *run) reserve(l *lane, p reservation) {
+	l.waiting++
+	l.last = p.at
+	if r.keys != nil {
+		r.keys.due.push(p)
+		return
+	}
+	r.pend = append(r.pend, p)
 }
 
-func (r *run) decide(at, cost int64) (bool, int64) { return decideOn(r.alg, r.clock, at, cost) }
+func (r *run) refuse(cost int64, key uint32) {
+	r.res.Refused++
+	r.res.RefusedUnits += cost
+	if r.keys != nil {
+		r.keys.refused(key)
+	}
+}
 
 func decideOn(a algorithms.Algorithm, c clock, at, cost int64) (bool, int64) {
 	if g, ok := a.(lean); ok {
@@ -409,9 +495,15 @@ func (r *run) finish(span time.Duration) {
 	res := r.res
 	res.Duration = r.cfg.Duration
 	res.percentiles()
+	if r.keys != nil {
+		res.Keys, res.TopRefused = r.keys.n, r.keys.top(TopKeys)
+	}
+	if r.retry != nil {
+		res.PeakRetries, res.PeakRetriesAt = r.retry.peak, time.Duration(r.retry.peakAt)
+	}
 	if r.bins != nil {
 		res.Bin, res.OfferedUnitsPerBin, res.AdmittedUnitsPerBin = r.bins.finish(max(span, r.cfg.Duration))
 		res.SeriesCut = r.bins.cut
 	}
-	r.win, r.pend, r.bins = window{}, nil, nil
+	r.win, r.pend, r.bins, r.keys, r.retry = window{}, nil, nil, nil, nil
 }

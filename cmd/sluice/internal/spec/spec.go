@@ -33,11 +33,14 @@ var Kinds = []Kind{GCRA, Token, Leaky, Sliding, Fixed}
 
 // Limit is one parsed limit. For GCRA, Token and Leaky, Rate is the rate and
 // Size the burst or capacity; for Sliding and Fixed, Rate.Count is the limit
-// per window Rate.Per and Size is 0.
+// per window Rate.Per and Size is 0. PerKey makes it a limit per key, as
+// package keyed keeps: one algorithm of this configuration for each key of
+// the traffic, each key waiting in a FIFO of its own.
 type Limit struct {
-	Kind Kind
-	Rate algorithms.Rate
-	Size int64
+	Kind   Kind
+	Rate   algorithms.Rate
+	Size   int64
+	PerKey bool
 }
 
 // Paced reports whether the kind is one of the three equivalent paced
@@ -99,6 +102,11 @@ func parse(s string) (Limit, error) {
 			}
 		}
 		switch {
+		case name == "per":
+			if !strings.EqualFold(value, "key") || l.PerKey {
+				return Limit{}, fmt.Errorf("per= takes key, once (per=key: one limit per key), not %q", value)
+			}
+			l.PerKey = true
 		case name == "rate":
 			if haveRate {
 				return Limit{}, errors.New("the rate is given twice")
@@ -143,18 +151,23 @@ func known(k Kind) bool {
 
 func names(k Kind) string {
 	if n := k.sizeName(); n != "" {
-		return "rate= and " + n + "="
+		return "rate=, " + n + "= and per=key"
 	}
-	return "rate= only"
+	return "rate= and per=key only"
 }
 
 // String returns the canonical form, which Parse reads back to the same
-// Limit: "gcra:100/s,burst=10", "token:1/s,capacity=50", "sliding:100/m".
+// Limit: "gcra:100/s,burst=10", "token:1/s,capacity=50", "sliding:100/m",
+// "sliding:10/s,per=key".
 func (l Limit) String() string {
+	s := fmt.Sprintf("%s:%v", l.Kind, l.Rate)
 	if n := l.Kind.sizeName(); n != "" {
-		return fmt.Sprintf("%s:%v,%s=%d", l.Kind, l.Rate, n, l.Size)
+		s += fmt.Sprintf(",%s=%d", n, l.Size)
 	}
-	return fmt.Sprintf("%s:%v", l.Kind, l.Rate)
+	if l.PerKey {
+		s += ",per=key"
+	}
+	return s
 }
 
 // New returns a fresh algorithm for the limit.

@@ -3,6 +3,7 @@ package traffic
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/cmd/sluice/internal/muldiv"
@@ -15,9 +16,16 @@ type source interface {
 }
 
 // generator returns the pattern's arrivals in [0, duration), drawing from
-// rng. A generated kind keeps no more state than its position.
-func (p Pattern) generator(duration time.Duration, rng *rand.Rand) source {
-	g := &generated{p: p, rng: rng}
+// rng, and names their keys with intern. A generated kind keeps no more
+// state than its position, and with keys= their names' numbers.
+func (p Pattern) generator(duration time.Duration, rng *rand.Rand, intern func(string) uint32) source {
+	g := &generated{p: p, rng: rng, intern: intern}
+	if p.Keys > 0 {
+		g.ids = make([]uint32, p.Keys)
+		if p.Zipf > 1 {
+			g.zipf = rand.NewZipf(rng, p.Zipf, 1, uint64(p.Keys-1))
+		}
+	}
 	g.from, g.until = p.From, duration
 	if p.Until != 0 {
 		g.until = min(p.Until, duration)
@@ -40,6 +48,9 @@ func (p Pattern) generator(duration time.Duration, rng *rand.Rand) source {
 type generated struct {
 	p           Pattern
 	rng         *rand.Rand
+	intern      func(string) uint32
+	ids         []uint32 // keys=: key i+1's number, 0 until it first arrives
+	zipf        *rand.Zipf
 	from, until time.Duration
 	// steady and onoff: the n-th arrival of the current stretch, which
 	// starts at from (onoff: the current on-period, ending at cycleEnd).
@@ -61,6 +72,28 @@ func (g *generated) cost() int64 {
 }
 
 func (g *generated) next() (Arrival, bool, error) {
+	a, ok, err := g.arrival()
+	if ok && g.ids != nil {
+		a.Key = g.key()
+	}
+	return a, ok, err
+}
+
+// key draws the next arrival's key, k1 ... kN.
+func (g *generated) key() uint32 {
+	var i uint64
+	if g.zipf != nil {
+		i = g.zipf.Uint64()
+	} else {
+		i = g.rng.Uint64N(uint64(len(g.ids)))
+	}
+	if g.ids[i] == 0 {
+		g.ids[i] = g.intern("k" + strconv.FormatUint(i+1, 10))
+	}
+	return g.ids[i]
+}
+
+func (g *generated) arrival() (Arrival, bool, error) {
 	switch g.p.Kind {
 	case Spike:
 		for g.si < len(g.spikes) && g.sn == g.spikes[g.si].N {

@@ -124,7 +124,7 @@ func (p Plan) Open() (*Feed, error) {
 			span = p.spikesEnd()
 		}
 		expected = muldiv.Add(expected, pat.expected(span))
-		f.srcs = append(f.srcs, pat.generator(span, rand.New(rand.NewPCG(p.Seed, uint64(i)))))
+		f.srcs = append(f.srcs, pat.generator(span, rand.New(rand.NewPCG(p.Seed, uint64(i))), f.intern))
 		if f.explict {
 			f.countDropped(pat)
 		}

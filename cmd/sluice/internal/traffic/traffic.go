@@ -50,7 +50,19 @@ type Pattern struct {
 	CostMin     int64           // generated kinds: costs are drawn from
 	CostMax     int64           // [CostMin, CostMax]; both 1 by default
 	From, Until time.Duration   // generated kinds; Until 0 is the end of the run
+	// Keys spreads a generated kind's arrivals over that many keys, named
+	// k1 ... kN (0: no key); Zipf, when above 1, draws them with Zipf's
+	// law of that exponent (k1 the busiest), else uniformly.
+	Keys int64
+	Zipf float64
 }
+
+// MaxKeys bounds keys=: each key of a per-key limit holds an algorithm.
+const MaxKeys = 100_000_000
+
+// DefaultZipf is spread=zipf's exponent: a few keys take most of the
+// traffic, as the clients of a public API do.
+const DefaultZipf = 1.1
 
 // SpikeAt is N arrivals at one instant.
 type SpikeAt struct {
@@ -150,6 +162,13 @@ func (p *Pattern) option(name, value string) error {
 		if err == nil && p.Until == 0 {
 			err = errors.New("until=0 leaves no arrivals")
 		}
+	case "keys":
+		p.Keys, err = strconv.ParseInt(value, 10, 64)
+		if err != nil || p.Keys < 1 || p.Keys > MaxKeys {
+			err = fmt.Errorf("keys %q is not a whole number from 1 to %d", value, MaxKeys)
+		}
+	case "spread":
+		p.Zipf, err = spread(value)
 	case "on", "off":
 		if p.Kind != OnOff {
 			return fmt.Errorf("%s= is for onoff only", name)
@@ -164,7 +183,7 @@ func (p *Pattern) option(name, value string) error {
 			p.Off = d
 		}
 	default:
-		return fmt.Errorf("unknown option %q: want cost=, from=, until= (and on=, off= for onoff)", name)
+		return fmt.Errorf("unknown option %q: want cost=, from=, until=, keys=, spread= (and on=, off= for onoff)", name)
 	}
 	return err
 }
@@ -182,10 +201,29 @@ func (p *Pattern) check(seen map[string]bool) error {
 		return errors.New("onoff needs on= and off= durations, such as on=10s,off=50s")
 	case p.Kind == OnOff && p.On > math.MaxInt64-p.Off:
 		return errors.New("on= plus off= is longer than time.Duration can hold")
+	case seen["spread"] && p.Keys == 0:
+		return errors.New("spread= needs keys=N, the number of keys to spread over")
 	case p.Until != 0 && p.Until <= p.From:
 		return fmt.Errorf("until=%v is not after from=%v", p.Until, p.From)
 	}
 	return nil
+}
+
+// spread reads spread=: uniform (0), zipf (DefaultZipf) or zipf:S, S > 1.
+func spread(s string) (float64, error) {
+	switch name, exp, ok := strings.Cut(strings.ToLower(s), ":"); {
+	case name == "uniform" && !ok:
+		return 0, nil
+	case name == "zipf" && !ok:
+		return DefaultZipf, nil
+	case name == "zipf":
+		v, err := strconv.ParseFloat(exp, 64)
+		if err != nil || !(v > 1 && v <= 100) {
+			return 0, fmt.Errorf("zipf exponent %q is not a number above 1 (such as 1.1)", exp)
+		}
+		return v, nil
+	}
+	return 0, fmt.Errorf("spread %q: want uniform, zipf or zipf:S (S above 1)", s)
 }
 
 // instant reads a non-negative Go duration.
@@ -247,6 +285,12 @@ func (p Pattern) String() string {
 	}
 	if p.Until != 0 {
 		fmt.Fprintf(&b, ",until=%s", human.Exact(p.Until))
+	}
+	if p.Keys != 0 {
+		fmt.Fprintf(&b, ",keys=%d", p.Keys)
+	}
+	if p.Zipf != 0 {
+		fmt.Fprintf(&b, ",spread=zipf:%s", strconv.FormatFloat(p.Zipf, 'g', -1, 64))
 	}
 	return b.String()
 }

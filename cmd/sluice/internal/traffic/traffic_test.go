@@ -67,6 +67,10 @@ func TestParseRoundTrip(t *testing.T) {
 		{"onoff:200/s,on=5s,off=10s,from=1m,until=10m", "onoff:200/s,on=5s,off=10s,from=1m,until=10m"},
 		{"spike:100@59.5s,100@1m0.5s,cost=1-5", "spike:100@59.5s,100@1m0.5s,cost=1-5"},
 		{"csv:some/dir/file,with,commas.csv", "csv:some/dir/file,with,commas.csv"},
+		{"poisson:10/s,keys=50", "poisson:10/s,keys=50"},
+		{"steady:10/s,keys=50,spread=uniform", "steady:10/s,keys=50"},
+		{"steady:10/s,spread=ZIPF,keys=5", "steady:10/s,keys=5,spread=zipf:1.1"},
+		{"steady:10/s,keys=5,spread=zipf:1.5", "steady:10/s,keys=5,spread=zipf:1.5"},
 	} {
 		p, err := traffic.Parse(tc.in)
 		if err != nil {
@@ -109,6 +113,11 @@ func TestParseErrors(t *testing.T) {
 		{"spike:10@1s,from=1s", "spike takes its instants as N@AT"},
 		{"poisson:10/fortnight", "neither a unit"},
 		{"csv:", "csv needs a file"},
+		{"steady:10/s,keys=0", `keys "0" is not a whole number from 1`},
+		{"steady:10/s,keys=many", `keys "many" is not a whole number from 1`},
+		{"steady:10/s,spread=zipf", "spread= needs keys=N"},
+		{"steady:10/s,keys=5,spread=pareto", `spread "pareto": want uniform, zipf or zipf:S`},
+		{"steady:10/s,keys=5,spread=zipf:1", `zipf exponent "1" is not a number above 1`},
 	} {
 		_, err := traffic.Parse(tc.in)
 		switch {
@@ -240,4 +249,50 @@ func TestGenerateErrors(t *testing.T) {
 	if _, _, err := traffic.Generate(mustParse(t, "csv:x.csv"), 0, 1, noFiles); err == nil || !strings.Contains(err.Error(), "no file x.csv") {
 		t.Errorf("a csv that cannot be read: %v", err)
 	}
+}
+
+// TestKeysSpreadUniformly checks keys=N: every arrival has one of N keys,
+// named k1 ... kN, each taking about its share.
+func TestKeysSpreadUniformly(t *testing.T) {
+	a, s := keyed(t, "steady:1000/s,keys=10")
+	if len(s.Keys) != 11 {
+		t.Fatalf("%d keys, want 10 (and the empty one)", len(s.Keys)-1)
+	}
+	for k, n := range countKeys(a, s) {
+		if n < 800 || n > 1200 {
+			t.Errorf("key %s has %d of 10000 arrivals, want about 1000", k, n)
+		}
+	}
+}
+
+// TestKeysSpreadByZipf checks spread=zipf: k1 is the busiest, and the
+// shares fall with the rank as Zipf's law of exponent 1.5 says (k1's share
+// about 1/ζ(1.5) ≈ 38% of 10,000).
+func TestKeysSpreadByZipf(t *testing.T) {
+	a, s := keyed(t, "steady:1000/s,keys=100,spread=zipf:1.5")
+	n := countKeys(a, s)
+	if n["k1"] < 3400 || n["k1"] > 4400 || n["k1"] <= n["k2"] || n["k2"] <= n["k5"] || n["k5"] <= n["k50"] {
+		t.Errorf("k1 %d, k2 %d, k5 %d, k50 %d of 10000: want falling shares, k1 about 3,900", n["k1"], n["k2"], n["k5"], n["k50"])
+	}
+}
+
+func keyed(t *testing.T, spec string) ([]traffic.Arrival, traffic.Summary) {
+	t.Helper()
+	f, err := traffic.Plan{Patterns: mustParse(t, spec), Duration: 10 * time.Second, Seed: 1}.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := traffic.Collect(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, f.Summary()
+}
+
+func countKeys(a []traffic.Arrival, s traffic.Summary) map[string]int {
+	n := map[string]int{}
+	for _, x := range a {
+		n[s.Keys[x.Key]]++
+	}
+	return n
 }
