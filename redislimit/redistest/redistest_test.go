@@ -2,8 +2,12 @@ package redistest_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,4 +43,19 @@ func TestServerStartsKillsAndRestarts(t *testing.T) {
 func TestTwoServersGetTwoPorts(t *testing.T) {
 	a, b := redistest.Test(t), redistest.Test(t)
 	assert.NotEqual(t, a.Addr, b.Addr)
+}
+
+func TestAStoppedServerAnswersOnlyOnceContinued(t *testing.T) {
+	s := redistest.Test(t)
+	t.Cleanup(s.Continue)
+	ctx := context.Background()
+	c := s.Client(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 50*time.Millisecond, -1 })
+	require.NoError(t, c.Ping(ctx).Err())
+	s.Stop()
+	err := c.Ping(ctx).Err()
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "a stopped server answers nothing")
+	assert.True(t, ne.Timeout())
+	s.Continue()
+	require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, 10*time.Second, time.Millisecond, "a continued server answers again")
 }
