@@ -379,3 +379,30 @@ func TestALoneCallersSlowCallTimesOutAtItsDeadline(t *testing.T) {
 	require.NoError(t, err, "calls go again")
 	assert.Equal(t, uint64(3), l.Stats().Direct)
 }
+
+// With maxmemory-policy noeviction a full Redis refuses the script's
+// write: the requests fail closed, with a known outcome, and the key keeps
+// what it held (docs/distributed.md, lost state).
+func TestAFullRedisWithNoevictionFailsClosed(t *testing.T) {
+	s := redistest.Test(t)
+	c := s.Client(t)
+	ctx := context.Background()
+	l := newLimiter(t, c, "full", algorithms.PerSecond(10), 10, redislimit.WithProbeInterval(0))
+	_, err := l.TryAcquire(1)
+	require.NoError(t, err)
+	w0, f0, n0, _, ok := value(t, c, "full")
+	require.True(t, ok)
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+	_, err = l.TryAcquire(1)
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
+	var ue *redislimit.UnavailableError
+	require.ErrorAs(t, err, &ue)
+	assert.False(t, ue.Unknown, "the write was refused: nothing was applied")
+	assert.ErrorContains(t, err, "OOM")
+	w, f, n, _, ok := value(t, c, "full")
+	require.True(t, ok, "not evicted")
+	assert.Equal(t, [3]int64{w0, f0, n0}, [3]int64{w, f, n}, "unchanged")
+	_, err = l.TryAcquire(1)
+	assert.NoError(t, err, "admits again once Redis has room")
+}
