@@ -38,7 +38,8 @@ type keyCall struct {
 	pauses  []*request // a window's Pauses
 	trims   []trim     // a window's: events taken down to their holders' cost, first in its settlements
 	args    []any
-	lean    bool // a GCRA's lone request: leanScript
+	keys    []string // the script's keys, if not the key's name alone (replay.go)
+	lean    bool     // a GCRA's lone request: leanScript
 
 	answer
 }
@@ -206,6 +207,11 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		return
 	}
 	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs}
+	if give.ok {
+		// A give-back applied twice would be reported as refused (replay.go).
+		kc.args = append(kc.args, e.nextCallID(), e.replayTTL())
+		kc.keys = []string{ks.name, e.replayKey(ks)}
+	}
 }
 
 // leanArgs are the arguments of leanScript for one request of cost that
@@ -347,10 +353,14 @@ func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.C
 		if kc.lean {
 			script, sha = leanScript, leanSHA
 		}
-		if load {
-			return c.Eval(ctx, script, []string{kc.ks.name}, kc.args...)
+		keys := kc.keys
+		if keys == nil {
+			keys = []string{kc.ks.name}
 		}
-		return c.EvalSha(ctx, sha, []string{kc.ks.name}, kc.args...)
+		if load {
+			return c.Eval(ctx, script, keys, kc.args...)
+		}
+		return c.EvalSha(ctx, sha, keys, kc.args...)
 	}
 	cmds := make([]*redis.Cmd, len(keys))
 	if len(keys) == 1 {

@@ -48,6 +48,10 @@ type engine struct {
 	// (ContextTimeoutEnabled), so that a caller may make its call itself
 	// (direct.go).
 	bounded bool
+	// replayID names this engine's replay keys, and callID counts its
+	// calls that give back (replay.go).
+	replayID string
+	callID   uint64
 
 	tok     atomic.Int32          // who holds the state below (direct.go)
 	calling atomic.Bool           // a batch is under way: its answer makes the owner take the inbox
@@ -119,7 +123,7 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 	if cfg.clock == nil {
 		cfg.clock = systemClock{}
 	}
-	e := &engine{cfg: cfg, client: client, q: q, win: win, bounded: keepsDeadlines(client)}
+	e := &engine{cfg: cfg, client: client, q: q, win: win, bounded: keepsDeadlines(client), replayID: newReplayID()}
 	if cfg.open {
 		var err error
 		if e.local, err = localLimiter(q, win, cfg); err != nil {
