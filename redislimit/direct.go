@@ -223,7 +223,8 @@ func (e *engine) loneArgs(r *request, now int64) []any {
 // makes the call on its own goroutine only with a client that keeps the
 // deadline (engine.bounded); with any other, a worker makes it and the
 // caller waits for the answer or the deadline, whichever comes first, on
-// one reused timer (a lone caller pays a few µs more: docs/benchmarks.md).
+// one reused timer (a lone caller pays a hand-off, measured in
+// docs/benchmarks.md).
 //
 // others says that the caller's round took in requests from the inbox,
 // which may be in b: their callers woke the owner, which may have found no
