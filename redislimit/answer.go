@@ -203,10 +203,13 @@ func (e *engine) failed(kc *keyCall) {
 		e.finish(r, e.undecided(), 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
 	}
 	e.markDirty(ks)
-	if e.cfg.probe > 0 && outOfReach(kc.err) {
-		// Spare the next callers the wait (WithProbeInterval).
-		now := e.now()
-		e.downTill, e.downErr = now+min(int64(e.cfg.probe), math.MaxInt64-now), kc.err
+	if outOfReach(kc.err) {
+		e.downErr = kc.err // the cause of what fails without a call (reachable)
+		if e.cfg.probe > 0 {
+			// Spare the next callers the wait (WithProbeInterval).
+			now := e.now()
+			e.downTill = now + min(int64(e.cfg.probe), math.MaxInt64-now)
+		}
 	}
 }
 

@@ -20,10 +20,11 @@ import (
 // the next round.
 type batch struct {
 	keys  []*keyCall
-	s, r  int64        // the local clock just before sending and just after the answer
-	state atomic.Int32 // bPending, then who delivered it (workers.go)
-	timer *time.Timer  // a worker's call: its timeout
-	due   time.Time    // a call on the direct path: its deadline
+	s, r  int64         // the local clock just before sending and just after the answer
+	state atomic.Int32  // bPending, then who delivered it (workers.go)
+	timer *time.Timer   // a worker's call: its timeout
+	due   time.Time     // a call on the direct path: its deadline
+	back  chan []answer // a call on the direct path: its answers, from a worker
 }
 
 // keyCall is one script call: a key's requests in FIFO order, and perhaps
@@ -37,7 +38,8 @@ type keyCall struct {
 	pauses  []*request // a window's Pauses
 	trims   []trim     // a window's: events taken down to their holders' cost, first in its settlements
 	args    []any
-	lean    bool // a GCRA's lone request: leanScript
+	keys    []string // the script's keys, if not the key's name alone (replay.go)
+	lean    bool     // a GCRA's lone request: leanScript
 
 	answer
 }
@@ -49,7 +51,7 @@ func (e *engine) dispatch(now int64) *batch {
 	if len(e.ready) == 0 {
 		return nil
 	}
-	if now < e.downTill {
+	if !e.reachable(now) {
 		e.failReady()
 		return nil
 	}
@@ -68,6 +70,23 @@ func (e *engine) dispatch(now int64) *batch {
 	e.busy = b
 	e.calling.Store(true)
 	return b
+}
+
+// reachable reports whether a call may be made now: not within the probe
+// interval after a call failed for want of Redis, nor while a call that
+// timed out is still inside go-redis (inCall counts it; the owner or a
+// caller holding the state has no call of its own under way when it asks).
+// On a hung server every further call would wait behind that one, each
+// holding a goroutine and a connection for as long as the hang lasts;
+// once it returns, the next batch tries again.
+func (e *engine) reachable(now int64) bool {
+	if now < e.downTill || e.inCall.Load() > 0 {
+		if e.downErr == nil {
+			e.downErr = &TimeoutError{After: e.cfg.callTimeout}
+		}
+		return false
+	}
+	return true
 }
 
 // failReady fails every ready key's requests without a call, while Redis
@@ -188,6 +207,11 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		return
 	}
 	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs}
+	if give.ok {
+		// A give-back applied twice would be reported as refused (replay.go).
+		kc.args = append(kc.args, e.nextCallID(), e.replayTTL())
+		kc.keys = []string{ks.name, e.replayKey(ks)}
+	}
 }
 
 // leanArgs are the arguments of leanScript for one request of cost that
@@ -272,10 +296,23 @@ func (ks *keyState) trailing(now int64) []*slot {
 	return give
 }
 
-// call makes one script call per key, pipelined when there are several,
-// and sends again with EVAL those Redis no longer knows the script for
-// (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it again.
-func (e *engine) call(ctx context.Context, keys []*keyCall) []answer {
+// call makes b's calls, counted in inCall while they are inside
+// go-redis, with a context whose deadline is due: go-redis keeps it with
+// ContextTimeoutEnabled, and ignores it otherwise (the engine's timers
+// keep it then).
+func (e *engine) call(b *batch, due time.Time) []answer {
+	e.inCall.Add(1)
+	defer e.inCall.Add(-1)
+	ctx, cancel := context.WithDeadline(e.ioCtx, due)
+	defer cancel()
+	return e.callKeys(ctx, b.keys)
+}
+
+// callKeys makes one script call per key, pipelined when there are
+// several, and sends again with EVAL those Redis no longer knows the
+// script for (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it
+// again.
+func (e *engine) callKeys(ctx context.Context, keys []*keyCall) []answer {
 	cmds := e.run(ctx, keys, false)
 	as := make([]answer, len(keys))
 	var again []int
@@ -316,10 +353,14 @@ func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.C
 		if kc.lean {
 			script, sha = leanScript, leanSHA
 		}
-		if load {
-			return c.Eval(ctx, script, []string{kc.ks.name}, kc.args...)
+		keys := kc.keys
+		if keys == nil {
+			keys = []string{kc.ks.name}
 		}
-		return c.EvalSha(ctx, sha, []string{kc.ks.name}, kc.args...)
+		if load {
+			return c.Eval(ctx, script, keys, kc.args...)
+		}
+		return c.EvalSha(ctx, sha, keys, kc.args...)
 	}
 	cmds := make([]*redis.Cmd, len(keys))
 	if len(keys) == 1 {

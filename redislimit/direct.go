@@ -140,7 +140,7 @@ func (e *engine) lone(r *request) int {
 	if ks == nil {
 		ks = e.keys[r.key]
 	}
-	if ks != nil && !ks.idle() || now < e.downTill {
+	if ks != nil && !ks.idle() || !e.reachable(now) {
 		return loneNot
 	}
 	if ks == nil {
@@ -212,18 +212,20 @@ func (e *engine) loneArgs(r *request, now int64) []any {
 	return e.loneA
 }
 
-// execInline makes b's calls on the calling goroutine and reports whether
-// their answers count: false when WithCallTimeout ran out first, and the
-// owner, or the caller itself, delivered b to the owner as timed out,
-// handing it the state.
+// execInline makes b's calls for the caller holding the state and
+// reports whether their answers count: false when WithCallTimeout ran out
+// first, and the owner, or the caller itself, delivered b to the owner as
+// timed out, handing it the state.
 //
-// No timer is made for the call: making or resetting one per call wakes
-// an idle P to look at the timers, which on a small machine costs a lone
-// caller more than the rest of its Go work. The owner keeps the deadline
-// instead, and only when it has a reason to be awake (watch): a request
-// arriving meanwhile, or Close. A lone caller is inside go-redis until
-// go-redis returns whatever the timer says, so it checks the deadline
-// itself when it is back.
+// go-redis keeps a call's context deadline only with
+// ContextTimeoutEnabled; otherwise it waits for a hung server as long as
+// its ReadTimeout says (3 s by default), and a caller inside go-redis
+// could not keep WithCallTimeout. So the caller
+// makes the call on its own goroutine only with a client that keeps the
+// deadline (engine.bounded); with any other, a worker makes it and the
+// caller waits for the answer or the deadline, whichever comes first, on
+// one reused timer (a lone caller pays a hand-off, measured in
+// docs/benchmarks.md).
 //
 // others says that the caller's round took in requests from the inbox,
 // which may be in b: their callers woke the owner, which may have found no
@@ -239,12 +241,38 @@ func (e *engine) execInline(b *batch, others bool) bool {
 	if others || e.inbox.Load() != nil || e.closed.Load() {
 		e.kick()
 	}
-	as := e.call(e.ioCtx, b.keys)
+	var as []answer
+	ok := true
+	if e.bounded {
+		as = e.call(b, b.due)
+	} else {
+		b.back = make(chan []answer, 1)
+		e.start(b)
+		as, ok = e.awaitInline(b)
+	}
 	e.inline.CompareAndSwap(b, nil)
-	if time.Now().After(b.due) {
+	if !ok || time.Now().After(b.due) {
 		e.timeout(b, true) // unless the owner did
 	}
-	return e.deliver(b, as)
+	return ok && e.deliver(b, as)
+}
+
+// awaitInline waits for the answers of b, a call on the direct path, or
+// for its deadline.
+func (e *engine) awaitInline(b *batch) ([]answer, bool) {
+	d := time.Until(b.due)
+	if e.inlineT == nil {
+		e.inlineT = time.NewTimer(d)
+	} else {
+		e.inlineT.Reset(d)
+	}
+	defer e.inlineT.Stop()
+	select {
+	case as := <-b.back:
+		return as, true
+	case <-e.inlineT.C:
+		return nil, false
+	}
 }
 
 // watch waits, while a caller holds the state, for it to let go, or for

@@ -44,10 +44,20 @@ type engine struct {
 	prefix string // Keyed: the keys' prefix
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
+	// bounded says that the client ends a call at its context's deadline
+	// (ContextTimeoutEnabled), so that a caller may make its call itself
+	// (direct.go).
+	bounded bool
+	// replayID names this engine's replay keys, and callID counts its
+	// calls that give back (replay.go).
+	replayID string
+	callID   uint64
 
 	tok     atomic.Int32          // who holds the state below (direct.go)
 	calling atomic.Bool           // a batch is under way: its answer makes the owner take the inbox
 	inline  atomic.Pointer[batch] // the batch a caller on the direct path is making (direct.go)
+	inCall  atomic.Int32          // calls inside go-redis (call): one outside e.busy is stuck
+	inlineT *time.Timer           // the direct path's deadline, reused by whoever holds the state
 	inbox   atomic.Pointer[request]
 	cancels atomic.Pointer[request]
 	wake    chan struct{} // capacity 1
@@ -113,7 +123,7 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 	if cfg.clock == nil {
 		cfg.clock = systemClock{}
 	}
-	e := &engine{cfg: cfg, client: client, q: q, win: win}
+	e := &engine{cfg: cfg, client: client, q: q, win: win, bounded: keepsDeadlines(client), replayID: newReplayID()}
 	if cfg.open {
 		var err error
 		if e.local, err = localLimiter(q, win, cfg); err != nil {
@@ -146,6 +156,21 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 func isNilPointer(client redis.UniversalClient) bool {
 	v := reflect.ValueOf(client)
 	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// keepsDeadlines reports whether client ends a call at its context's
+// deadline: go-redis does so only with ContextTimeoutEnabled, and a client
+// of another type is taken not to.
+func keepsDeadlines(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // localLimiter is the fail-open limiter: num/den of the rate and burst,
@@ -583,8 +608,8 @@ func (e *engine) shutdown(b *batch) {
 		e.finish(r, stClosed, 0, nil)
 	}
 	// Last: a worker stuck inside go-redis returns only when go-redis
-	// does, and the waiters must not wait for it.
-	e.workers.close()
+	// does, and neither the waiters nor Close wait for that.
+	e.workers.close(e.cfg.callTimeout)
 	if e.local != nil {
 		e.local.Close()
 	}

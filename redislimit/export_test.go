@@ -45,3 +45,6 @@ var PackValue = packValue
 // ValueKey is the part of a value, W, F and N, that the batch script's
 // give-back compares: its first 24 bytes.
 func ValueKey(w, f, n int64) string { return ident{w: w, f: f, n: n, ok: true}.key() }
+
+// CallsInside returns how many of l's script calls are inside go-redis.
+func CallsInside(l *Limiter) int { return int(l.e.inCall.Load()) }

@@ -135,8 +135,11 @@ func (l *Limiter) Refund(g permits.Grant) bool {
 
 // Close fails every waiting caller with permits.ErrClosed, makes every
 // later call return it, and returns once the owner's goroutines have
-// exited; a call under way is cancelled. It is idempotent and always
-// returns nil. It does not close the Redis client.
+// exited; a call under way is cancelled. A worker stuck inside go-redis on
+// a hung server is waited for at most WithCallTimeout: it exits when
+// go-redis gives its call back, and touches nothing of the limiter's but
+// its own dropped answer. It is idempotent and always returns nil. It does
+// not close the Redis client.
 func (l *Limiter) Close() error {
 	l.e.close()
 	return nil

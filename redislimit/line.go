@@ -29,6 +29,9 @@ type keyState struct {
 	// hold is a window's latest pause, in Redis µs: no slot Redis
 	// admitted before it is dealt or granted here (holdBack).
 	hold int64
+	// replay is the key keeping the replies of the calls that give back,
+	// once one did (replay.go).
+	replay string
 }
 
 // trim is a window's event granted to a waiter that costs less than the

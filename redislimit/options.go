@@ -31,14 +31,26 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// WithCallTimeout bounds each script call. A call that has not answered by
+// WithCallTimeout bounds each script call, and with it every request's
+// wait for Redis, whatever the caller's context (TryAcquire and
+// Acquire(context.Background()) included). A call that has not answered by
 // then fails its requests with an *UnavailableError (fail-closed) whose
 // Cause is a *TimeoutError; its outcome is unknown, so its costs count as
-// consumed and nothing is sent again on its behalf. The default is one
-// second; d <= 0 keeps it. go-redis's own retries happen inside the call:
-// with its defaults a refused connection takes it about 1.7 s to report,
-// so a down server fails as a timeout unless the client has fewer retries
-// (MaxRetries: -1, DialerRetries: 1) or d is longer.
+// consumed and nothing is sent again on its behalf. While such a call is
+// still inside go-redis (a hung server: go-redis waits its ReadTimeout,
+// 3 s by default, and the call's deadline stops its retries), no other
+// call is made: requests fail at once, and the
+// next call goes once it is back. The default is one second; d <= 0 keeps
+// it. go-redis's own retries happen inside the call: with its defaults a
+// refused connection takes it about 1.7 s to report, so a down server
+// fails as a timeout unless the client has fewer retries (MaxRetries: -1,
+// DialerRetries: 1) or d is longer.
+//
+// go-redis ends a call at its context's deadline only with
+// ContextTimeoutEnabled. With such a client a lone caller makes its script
+// call on its own goroutine; with any other, a worker goroutine makes it
+// and the caller waits for it or for the timeout, which costs a lone caller
+// a goroutine hand-off per call (docs/benchmarks.md).
 func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d > 0 {

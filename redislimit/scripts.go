@@ -47,6 +47,14 @@ import (
 //	         maxwait in µs, -1 for none (0: granted now or not at all), and
 //	         n, if given, the number of requests in a row that are alike
 //	         (a pool's workers asking for one unit each send one entry)
+//	ARGV[10] optional, with a give-back: the call's id, unique among the
+//	         calling limiter's (replay.go)
+//	ARGV[11] with ARGV[10]: how long to keep the reply, in ms
+//	KEYS[2]  with ARGV[10]: the calling limiter's replay key, in KEYS[1]'s
+//	         slot. A run that finds "id:" and a reply there answers that
+//	         reply and changes nothing: it is go-redis sending the call
+//	         again after its reply was lost. Otherwise the reply is kept
+//	         there, after "id:", for ARGV[11] ms.
 //
 // The reply is one string of little-endian float64s (every one an integer
 // of magnitude below 2^53): now, the instant decided at; gave, 1 if the
@@ -66,6 +74,12 @@ local key = KEYS[1]
 local P, C = tonumber(ARGV[1]), tonumber(ARGV[2])
 local tauW, tauF = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = tonumber(ARGV[5])
+local id = ARGV[10]
+if id then
+  id = id .. ':'
+  local kept = redis.call('GET', KEYS[2])
+  if kept and string.sub(kept, 1, #id) == id then return string.sub(kept, #id + 1) end
+end
 ` + luaNow + `
 -- a / b for integers below 2^53: the float quotient may round, so correct it.
 local function divmod(a, b)
@@ -147,7 +161,9 @@ if changed then
 end
 flush()
 parts[#parts + 1] = cur
-return table.concat(parts)
+local reply = table.concat(parts)
+if id then redis.call('SET', KEYS[2], id .. reply, 'PX', tonumber(ARGV[11])) end
+return reply
 `
 
 // batchSHA is the SHA1 that EVALSHA names batchScript by.

@@ -234,10 +234,8 @@ func (w *Window) Pause(until time.Time) error {
 	return nil
 }
 
-// Close fails every waiting caller with permits.ErrClosed, makes every
-// later call return it, and returns once the owner's goroutines have
-// exited. It is idempotent and always returns nil. It does not close the
-// Redis client.
+// Close is Limiter.Close: on a hung server it waits for a worker stuck
+// inside go-redis at most WithCallTimeout.
 func (w *Window) Close() error {
 	w.e.close()
 	return nil

@@ -21,21 +21,24 @@ const (
 // pool holds the worker goroutines that make the script calls. One is
 // enough while Redis answers in time; a worker whose call outlived its
 // timeout is still waiting for go-redis (which bounds a call by its
-// ReadTimeout, and by the context only with ContextTimeoutEnabled), so the
-// next batch takes another. Workers outlive their batches so that their
-// stacks, grown once by go-redis's call path, are not grown again for
-// every call.
+// ReadTimeout and retries, and by the context only with
+// ContextTimeoutEnabled), and while it waits no other call is made
+// (engine.reachable): on a hung server the calls would only queue behind
+// it, a goroutine and a connection each. Workers outlive their batches so
+// that their stacks, grown once by go-redis's call path, are not grown
+// again for every call.
 type pool struct {
 	mu     sync.Mutex
 	idle   []*worker
 	closed bool
-	wg     sync.WaitGroup
+	live   int           // workers started and not yet exited
+	gone   chan struct{} // made by close; closed once live is 0
 }
 
 type worker struct{ jobs chan *batch }
 
-// start hands b to an idle worker, starting one if none is idle. Owner
-// only.
+// start hands b to an idle worker, starting one if none is idle. The
+// holder of the state only (direct.go).
 func (e *engine) start(b *batch) {
 	p := &e.workers
 	p.mu.Lock()
@@ -44,7 +47,7 @@ func (e *engine) start(b *batch) {
 		w, p.idle = p.idle[n-1], p.idle[:n-1]
 	} else {
 		w = &worker{jobs: make(chan *batch, 1)}
-		p.wg.Add(1)
+		p.live++
 		go pprof.Do(context.Background(), e.labels, func(context.Context) { e.work(w) })
 	}
 	p.mu.Unlock()
@@ -53,12 +56,26 @@ func (e *engine) start(b *batch) {
 
 // work is a worker's loop.
 func (e *engine) work(w *worker) {
-	defer e.workers.wg.Done()
+	defer e.workers.exited()
 	for b := range w.jobs {
-		e.exec(b)
+		if b.back != nil {
+			b.back <- e.call(b, b.due) // a caller's on the direct path, which keeps its deadline
+		} else {
+			e.exec(b)
+		}
 		if !e.workers.put(w) {
 			return
 		}
+	}
+}
+
+// exited counts a worker out.
+func (p *pool) exited() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.live--
+	if p.live == 0 && p.gone != nil {
+		close(p.gone)
 	}
 }
 
@@ -74,16 +91,28 @@ func (p *pool) put(w *worker) bool {
 }
 
 // close stops the idle workers and waits for the busy ones to finish
-// their calls.
-func (p *pool) close() {
+// their calls, but no longer than wait: a worker stuck inside go-redis on
+// a hung server exits when go-redis gives up (its ReadTimeout and
+// retries), touching nothing but its own batch, which nobody reads.
+func (p *pool) close(wait time.Duration) {
 	p.mu.Lock()
 	p.closed = true
 	for _, w := range p.idle {
 		close(w.jobs)
 	}
 	p.idle = nil
+	p.gone = make(chan struct{})
+	if p.live == 0 {
+		close(p.gone)
+	}
+	gone := p.gone
 	p.mu.Unlock()
-	p.wg.Wait()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-gone:
+	case <-t.C:
+	}
 }
 
 // exec makes a batch's script calls on a worker and delivers the answers
@@ -93,9 +122,7 @@ func (p *pool) close() {
 func (e *engine) exec(b *batch) {
 	e.stampArgs(b)
 	b.timer = time.AfterFunc(e.cfg.callTimeout, func() { e.timeout(b, false) })
-	// The timer keeps the timeout; the context only stops a client with
-	// ContextTimeoutEnabled when the limiter closes.
-	as := e.call(e.ioCtx, b.keys)
+	as := e.call(b, time.Now().Add(e.cfg.callTimeout))
 	b.timer.Stop()
 	if e.deliver(b, as) {
 		e.results <- b

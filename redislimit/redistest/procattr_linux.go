@@ -13,3 +13,10 @@ import (
 func dieWithParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+const (
+	sigStop = int(syscall.SIGSTOP)
+	sigCont = int(syscall.SIGCONT)
+)
+
+func sendSignal(cmd *exec.Cmd, sig int) error { return cmd.Process.Signal(syscall.Signal(sig)) }

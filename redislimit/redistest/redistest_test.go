@@ -1,9 +1,15 @@
 package redistest_test
 
 import (
+	"bytes"
 	"context"
+	"net"
 	"os"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,4 +45,43 @@ func TestServerStartsKillsAndRestarts(t *testing.T) {
 func TestTwoServersGetTwoPorts(t *testing.T) {
 	a, b := redistest.Test(t), redistest.Test(t)
 	assert.NotEqual(t, a.Addr, b.Addr)
+}
+
+func TestAStoppedServerAnswersOnlyOnceContinued(t *testing.T) {
+	s := redistest.Test(t)
+	t.Cleanup(s.Continue)
+	ctx := context.Background()
+	c := s.Client(t, func(o *redis.Options) { o.ReadTimeout, o.MaxRetries = 50*time.Millisecond, -1 })
+	require.NoError(t, c.Ping(ctx).Err())
+	s.Stop()
+	err := c.Ping(ctx).Err()
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "a stopped server answers nothing")
+	assert.True(t, ne.Timeout())
+	s.Continue()
+	require.Eventually(t, func() bool { return c.Ping(ctx).Err() == nil }, 10*time.Second, time.Millisecond, "a continued server answers again")
+}
+
+func TestAProxyCutsAReplyAfterTheCommandRan(t *testing.T) {
+	s := redistest.Test(t)
+	p := s.Proxy(t)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+	defer c.Close()
+	admin := s.Client(t)
+	require.NoError(t, c.Set(ctx, "k", "1", 0).Err(), "forwarded both ways")
+	p.CutReplies(func(cmd []byte) bool { return bytes.Contains(cmd, []byte("incr")) })
+	assert.Error(t, c.Incr(ctx, "k").Err(), "the reply was cut")
+	assert.Equal(t, 1, p.Cuts())
+	assert.Equal(t, "2", admin.Get(ctx, "k").Val(), "the command ran")
+
+	retrying := redis.NewClient(&redis.Options{Addr: p.Addr}) // MaxRetries 3
+	defer retrying.Close()
+	var once atomic.Bool
+	p.CutReplies(func(cmd []byte) bool { return bytes.Contains(cmd, []byte("incr")) && once.CompareAndSwap(false, true) })
+	require.NoError(t, retrying.Incr(ctx, "k").Err(), "go-redis sent it again")
+	assert.Equal(t, "4", admin.Get(ctx, "k").Val(), "and it ran twice")
+	p.CutReplies(nil)
+	require.NoError(t, retrying.Incr(ctx, "k").Err())
+	assert.Equal(t, 2, p.Cuts())
 }
