@@ -152,28 +152,30 @@ func (l *Limiter) Stats() Stats { return l.e.stats() }
 // Canceled, Unavailable and FellOpen count requests and are updated before
 // the call they count returns.
 type Stats struct {
-	Granted     uint64 // permits granted through Redis
-	Rejected    uint64 // refusals by the limit (*permits.RateLimitError)
-	Canceled    uint64 // waiters whose context ended before their answer
+	// permits.Stats is the shape every limiter shares. Refunded counts the
+	// Refunds that took something back and, for a Window, the Settles
+	// applied.
+	permits.Stats
 	Unavailable uint64 // requests failed with an *UnavailableError
 	FellOpen    uint64 // requests sent to the fail-open limiter
-	Waiting     int    // Acquires waiting for their answer now
 
 	Direct    uint64 // requests whose caller made the script call itself (direct.go)
 	Calls     uint64 // script calls made (EVALSHA, and EVAL after NOSCRIPT)
 	Decided   uint64 // requests those calls decided
 	HandedOff uint64 // waiters granted a slot another waiter gave up, without a call
 	GivenBack uint64 // units given back to Redis, nobody here able to use them
-	Refunded  uint64 // Refunds that took something back (a Window's: and Settles applied)
 	Moved     uint64 // a Window's reservations moved earlier, room having come sooner
 }
 
 func (e *engine) stats() Stats {
 	return Stats{
-		Granted: e.granted.Load(), Rejected: e.rejected.Load(), Canceled: e.canceled.Load(),
-		Unavailable: e.unavailable.Load(), FellOpen: e.fellOpen.Load(), Waiting: int(e.waiting.Load()),
+		Stats: permits.Stats{
+			Granted: e.granted.Load(), Rejected: e.rejected.Load(), Refunded: e.refunded.Load(),
+			Canceled: e.canceled.Load(), Waiting: int(e.waiting.Load()),
+		},
+		Unavailable: e.unavailable.Load(), FellOpen: e.fellOpen.Load(),
 		Direct: e.directs.Load(), Calls: e.calls.Load(), Decided: e.decided.Load(), HandedOff: e.handedOff.Load(),
-		GivenBack: e.givenBack.Load(), Refunded: e.refunded.Load(), Moved: e.moves.Load(),
+		GivenBack: e.givenBack.Load(), Moved: e.moves.Load(),
 	}
 }
 
