@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/probe"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -672,6 +673,12 @@ func (e *engine) check(cost int64) error {
 	return nil
 }
 
+// Limiters and windows answer a probe of permits.All (internal/probe).
+func init() {
+	probe.Register((*Limiter)(nil))
+	probe.Register((*Window)(nil))
+}
+
 // acquire is Acquire for the Redis key name: the round trip and what its
 // answer means. A refusal by the limit comes with its request, for what
 // the decision saw (Keyed's Quota).
@@ -682,7 +689,14 @@ func (e *engine) acquire(ctx context.Context, name string, o op, cost int64) (*r
 	if err := e.check(cost); err != nil {
 		return nil, err
 	}
+	// permits.All asks without waiting, and its refusal is not a
+	// caller's (see permits.Stats): a try, not counted when refused.
+	probing := o == opAcquire && probe.Is(ctx)
+	if probing {
+		o = opTry
+	}
 	r := e.newRequest(ctx, name, o, cost)
+	r.probe = probing
 	// Only a caller that cannot be cancelled takes the direct path: one
 	// making the script call itself cannot return before go-redis does.
 	if ctx.Done() != nil || !e.direct(r) {

@@ -65,6 +65,7 @@ type request struct {
 	key        string
 	cost       int64
 	op         op
+	probe      bool // an opTry on behalf of permits.All: a refusal is not counted
 	cancelAt   int64
 	deadline   int64
 	hasDL      bool
@@ -188,7 +189,9 @@ func (e *engine) finish(r *request, s status, n int64, err error) bool {
 	case stGranted:
 		e.granted.Add(1)
 	case stLimited, stDeadline, stNever:
-		e.rejected.Add(1)
+		if !r.probe {
+			e.rejected.Add(1)
+		}
 	case stUnavailable:
 		e.unavailable.Add(1)
 	case stLocal:
