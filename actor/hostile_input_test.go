@@ -519,7 +519,7 @@ func TestHostilePool(t *testing.T) {
 	})
 	p.Close()
 
-	p, _ = actor.NewPool(3, actor.WithPoolMaxQueue(1))
+	p, _ = actor.NewPool(3, actor.WithMaxQueue(1))
 	testutil.Within(t, 5*time.Second, "pool", func() {
 		ctx := context.Background()
 		for _, c := range rdBadCosts {

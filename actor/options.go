@@ -20,6 +20,13 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// CommonOption is an option of a Limiter and of a Pool alike: one name for
+// one concept, whichever the constructor.
+type CommonOption struct{ f func(*config) }
+
+func (o CommonOption) apply(c *config)     { o.f(c) }
+func (o CommonOption) applyPool(c *config) { o.f(c) }
+
 // WithMaxWait makes Acquire fail at once with *permits.RateLimitError when
 // its predicted wait is longer than d, instead of queuing. d = 0 means
 // Acquire never waits; a negative d removes the limit (the default).
@@ -28,11 +35,13 @@ func WithMaxWait(d time.Duration) Option {
 }
 
 // WithMaxQueue bounds the number of waiters. A request that would make the
-// queue longer fails at once with *permits.RateLimitError whose RetryAfter is
-// its predicted wait, instead of growing the queue without bound. n <= 0
+// queue longer fails at once, instead of growing the queue without bound:
+// from a Limiter with *permits.RateLimitError whose RetryAfter is its
+// predicted wait, from a Pool with an error matching permits.ErrRateLimited
+// and no RetryAfter (a pool cannot tell when capacity comes back). n <= 0
 // removes the limit (the default).
-func WithMaxQueue(n int) Option {
-	return optionFunc(func(c *config) { c.maxQueue = n })
+func WithMaxQueue(n int) CommonOption {
+	return CommonOption{func(c *config) { c.maxQueue = n }}
 }
 
 // WithClock replaces package time, for simulations that drive time
@@ -45,9 +54,10 @@ func WithClock(clock Clock) Option {
 	})
 }
 
-// WithName names the limiter: its owner goroutine runs under the pprof
-// label sluice.limiter=name, so that a goroutine dump of a limiter that was
-// never closed says which one it is. The default name is "unnamed".
-func WithName(name string) Option {
-	return optionFunc(func(c *config) { c.name = name })
+// WithName names the limiter or pool: its owner goroutine runs under the
+// pprof label sluice.limiter=name (sluice.pool=name for a Pool), so that a
+// goroutine dump of one that was never closed says which one it is. The
+// default name is "unnamed".
+func WithName(name string) CommonOption {
+	return CommonOption{func(c *config) { c.name = name }}
 }

@@ -73,22 +73,15 @@ func NewPool(size int64, opts ...PoolOption) (*Pool, error) {
 // PoolOption configures a Pool.
 type PoolOption interface{ applyPool(*config) }
 
-type poolOptionFunc func(*config)
+// WithPoolMaxQueue is WithMaxQueue.
+//
+// Deprecated: use WithMaxQueue, which configures a Pool as a Limiter.
+func WithPoolMaxQueue(n int) PoolOption { return WithMaxQueue(n) }
 
-func (f poolOptionFunc) applyPool(c *config) { f(c) }
-
-// WithPoolMaxQueue bounds the number of waiters: an Acquire that would make
-// the queue longer fails at once with an error matching
-// permits.ErrRateLimited. n <= 0 removes the limit (the default).
-func WithPoolMaxQueue(n int) PoolOption {
-	return poolOptionFunc(func(c *config) { c.maxQueue = n })
-}
-
-// WithPoolName names the pool: its owner goroutine runs under the pprof
-// label sluice.pool=name (see WithName). The default name is "unnamed".
-func WithPoolName(name string) PoolOption {
-	return poolOptionFunc(func(c *config) { c.name = name })
-}
+// WithPoolName is WithName.
+//
+// Deprecated: use WithName, which names a Pool as a Limiter.
+func WithPoolName(name string) PoolOption { return WithName(name) }
 
 // errPoolBusy is the refusal of a TryAcquire that found the pool full or
 // someone waiting, and of an Acquire that found the queue at its bound.
@@ -103,7 +96,7 @@ var errPoolBusy = fmt.Errorf("%w: pool has no free capacity for this cost now", 
 // (even when capacity is free), permits.ErrInvalidCost for cost < 1,
 // permits.ErrCostExceedsCapacity for cost > Size, permits.ErrClosed once the
 // pool is closed, and an error matching permits.ErrRateLimited when the
-// queue is at WithPoolMaxQueue. A pool cannot predict when capacity comes
+// queue is at WithMaxQueue. A pool cannot predict when capacity comes
 // back, so a deadline does not fail early: the waiter queues until the
 // deadline passes. If ctx ends while it waits, it leaves the queue and
 // returns ctx.Err(); if the grant and the cancellation race and the grant

@@ -288,7 +288,7 @@ func TestPoolFailsFast(t *testing.T) {
 
 func TestPoolMaxQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newPool(t, 1, actor.WithPoolMaxQueue(1), actor.WithPoolName("bounded"))
+		p := newPool(t, 1, actor.WithMaxQueue(1), actor.WithName("bounded"))
 		defer p.Close()
 		hold, err := p.Acquire(context.Background(), 1)
 		require.NoError(t, err)
