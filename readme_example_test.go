@@ -25,8 +25,8 @@ func pictureInThirtySeconds(ctx context.Context, w http.ResponseWriter, estimate
 	if err != nil {
 		return err // zero, negative or overflowing configurations are errors, never panics
 	}
-	lim := actor.New(gcra) // one goroutine owns it from now on
-	defer lim.Close()      // ...until Close, which fails waiters with permits.ErrClosed
+	lim := actor.MustNew(gcra) // one goroutine owns it from now on
+	defer lim.Close()          // ...until Close, which fails waiters with permits.ErrClosed
 
 	// Waits in strict FIFO order; gives up at once if ctx's deadline comes before the
 	// predicted grant (the error matches both permits.ErrRateLimited and
@@ -49,7 +49,7 @@ type job struct{ Tokens int64 }
 func rateTokensAndConcurrency(ctx context.Context, jobs []job, call func(context.Context, job) error) error {
 	perRequest, _ := algorithms.NewGCRA(algorithms.PerSecond(28), 1) // (check the errors)
 	perToken, _ := algorithms.NewGCRA(algorithms.PerMinute(1_140_000), 57_000)
-	requests, tokens := actor.New(perRequest), actor.New(perToken)
+	requests, tokens := actor.MustNew(perRequest), actor.MustNew(perToken)
 	inflight, _ := actor.NewPool(20)
 	// One request slot and one pool slot per call, the job's tokens from the token rate.
 	api := permits.All(permits.FixedCost(requests, 1), tokens, permits.FixedCost(inflight, 1))

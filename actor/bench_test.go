@@ -44,7 +44,7 @@ var fastRate = algorithms.PerSecond(1_000_000_000)
 
 func BenchmarkTryAcquireFastPath(b *testing.B) {
 	g, _ := algorithms.NewGCRA(fastRate, 1000)
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	defer l.Close()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -75,7 +75,7 @@ func ownerOnly() algorithms.Algorithm {
 // BenchmarkAcquireThroughOwner measures a round trip through the owner's
 // inbox, with four goroutines per core calling.
 func BenchmarkAcquireThroughOwner(b *testing.B) {
-	l := actor.New(ownerOnly())
+	l := actor.MustNew(ownerOnly())
 	defer l.Close()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -91,7 +91,7 @@ func BenchmarkAcquireThroughOwner(b *testing.B) {
 }
 
 func BenchmarkAcquireThroughOwnerSerial(b *testing.B) {
-	l := actor.New(ownerOnly())
+	l := actor.MustNew(ownerOnly())
 	defer l.Close()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -140,7 +140,7 @@ func BenchmarkHeapPerWaiter(b *testing.B) {
 		heapWith(blocked, func() {})
 		base := heapWith(blocked, func() {})
 		g, _ := algorithms.NewGCRA(algorithms.Every(time.Hour), 1)
-		l := actor.New(g)
+		l := actor.MustNew(g)
 		l.Allow()
 		waiting := heapWith(func(ctx context.Context, ready *sync.WaitGroup) {
 			// Counted ready before it is queued; the GC below runs once
@@ -180,7 +180,7 @@ func BenchmarkIdleLimiterBytes(b *testing.B) {
 	for range b.N {
 		limiter := heapOf(func() func() {
 			g, _ := algorithms.NewGCRA(algorithms.PerSecond(30), 1)
-			l := actor.New(g)
+			l := actor.MustNew(g)
 			l.Allow() // the algorithm has its origin, as in use
 			return func() { l.Close() }
 		})
@@ -204,7 +204,7 @@ func BenchmarkIdleLimiterBytes(b *testing.B) {
 // window (docs/testing.md, "Margins").
 func BenchmarkDeliveryJitter(b *testing.B) {
 	g, _ := algorithms.NewGCRA(algorithms.PerSecond(200), 1)
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	defer l.Close()
 	var mu sync.Mutex
 	var late []time.Duration
@@ -255,7 +255,7 @@ func BenchmarkLaneGrant(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			g, _ := algorithms.NewGCRA(algorithms.PerSecond(10_000_000), 1)
-			l := actor.New(g)
+			l := actor.MustNew(g)
 			defer l.Close()
 			acquire := make([]func(context.Context, int64) (permits.Permit, error), callers)
 			for i := range acquire {
@@ -297,7 +297,7 @@ func BenchmarkLaneBytes(b *testing.B) {
 	const n = 10_000
 	for range b.N {
 		g, _ := algorithms.NewGCRA(algorithms.PerSecond(1_000_000), 1)
-		l := actor.New(g)
+		l := actor.MustNew(g)
 		if _, err := l.Lane("warm", 1); err != nil { // the first lane starts the fair order
 			b.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func TestACancellationIsHandledBeforeTheArrivalsOfItsBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		clock := &holdClock{}
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
 		defer l.Close()
 		require.True(t, l.Allow())
 		ctx, cancel := context.WithCancel(context.Background())

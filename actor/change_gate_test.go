@@ -60,7 +60,7 @@ func TestAChangeAndALockFreeDecisionAreOrdered(t *testing.T) {
 		t.Run(change, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				clock := &holdClock{}
-				l := actor.New(gcra(t, algorithms.PerSecond(2), 2), actor.WithClock(clock))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(2), 2), actor.WithClock(clock))
 				defer l.Close()
 				g, err := l.TryAcquireGrant(1)
 				require.NoError(t, err)

@@ -17,7 +17,7 @@ import (
 
 func TestTryAcquireQuotaOnTheFastPath(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerMinute(100), 100))
+		l := actor.MustNew(gcra(t, algorithms.PerMinute(100), 100))
 		defer l.Close()
 		p, q, err := l.TryAcquireQuota(50)
 		require.NoError(t, err)
@@ -35,7 +35,7 @@ func TestTryAcquireQuotaOnTheFastPath(t *testing.T) {
 
 func TestTryAcquireQuotaBehindWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		require.True(t, l.Allow())
 		var wg sync.WaitGroup
@@ -56,7 +56,7 @@ func TestTryAcquireQuotaThroughTheOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sw, err := algorithms.NewSlidingWindow(algorithms.PerSecond(2))
 		require.NoError(t, err)
-		l := actor.New(sw)
+		l := actor.MustNew(sw)
 		defer l.Close()
 		for remaining := int64(1); remaining >= 0; remaining-- {
 			_, q, err := l.TryAcquireQuota(1)
@@ -71,7 +71,7 @@ func TestTryAcquireQuotaThroughTheOwner(t *testing.T) {
 }
 
 func TestTryAcquireQuotaErrors(t *testing.T) {
-	l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+	l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 5))
 	_, q, err := l.TryAcquireQuota(6)
 	assert.ErrorIs(t, err, permits.ErrCostExceedsCapacity)
 	assert.Equal(t, permits.Quota{Limit: 5}, q)

@@ -19,7 +19,10 @@ func ExampleLimiter_Acquire() {
 	if err != nil {
 		panic(err)
 	}
-	l := actor.New(g)
+	l, err := actor.New(g, actor.WithName("llm-tokens"))
+	if err != nil {
+		panic(err)
+	}
 	defer l.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -47,7 +50,7 @@ func ExampleLimiter_TryAcquire() {
 	if err != nil {
 		panic(err)
 	}
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	defer l.Close()
 
 	_, err = l.TryAcquire(1)
@@ -67,7 +70,7 @@ func ExampleLimiter_Close() {
 	if err != nil {
 		panic(err)
 	}
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	l.Allow() // the next permit is an hour away
 
 	waited := make(chan error)

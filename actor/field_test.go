@@ -49,7 +49,7 @@ func TestSlowDecisionDelaysGrantsOnlyUntilTheOwnerIsFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		alg := &slowGCRA{GCRA: gcra(t, algorithms.PerSecond(10), 1), at: t0.Add(500 * time.Millisecond), stall: 250 * time.Millisecond}
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		defer l.Close()
 		require.True(t, l.Allow())
 		var mu sync.Mutex
@@ -114,7 +114,7 @@ func TestFastPathNeverPassesAnArrivalTheOwnerHolds(t *testing.T) {
 		t0 := time.Now()
 		clock := &ownerStallClock{stall: 100 * time.Millisecond}
 		alg := &slowGCRA{GCRA: gcra(t, algorithms.PerSecond(10), 1), at: t0.Add(100 * time.Millisecond), stall: 30 * time.Millisecond}
-		l := actor.New(alg, actor.WithClock(clock))
+		l := actor.MustNew(alg, actor.WithClock(clock))
 		defer l.Close()
 		require.True(t, l.Allow()) // TAT t0+100ms
 		var wg sync.WaitGroup
@@ -145,7 +145,7 @@ func TestArrivalsKeepOneOrderWhateverPathTheyTake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		alg := &slowGCRA{GCRA: gcra(t, algorithms.PerSecond(10), 1), at: t0.Add(100 * time.Millisecond), stall: 50 * time.Millisecond}
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		defer l.Close()
 		require.True(t, l.Allow())
 		var wg sync.WaitGroup
@@ -185,7 +185,7 @@ func TestArrivalsKeepOneOrderWhateverPathTheyTake(t *testing.T) {
 // 124.
 func TestLateArrivalsKeepTheirOwnArrivalInstant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1000), 1), actor.WithClock(lateClock{30 * time.Millisecond}))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1000), 1), actor.WithClock(lateClock{30 * time.Millisecond}))
 		defer l.Close()
 		t0 := time.Now()
 		require.True(t, l.Allow()) // the next unit is due at 1ms
@@ -226,7 +226,7 @@ func (n noCloner) Capacity() int64 { return n.inner.Capacity() }
 func TestBoundsHoldWhenTheAlgorithmCannotPredict(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(noCloner{gcra(t, algorithms.PerSecond(10), 1)}, actor.WithMaxWait(250*time.Millisecond))
+		l := actor.MustNew(noCloner{gcra(t, algorithms.PerSecond(10), 1)}, actor.WithMaxWait(250*time.Millisecond))
 		defer l.Close()
 		require.True(t, l.Allow())
 		g := newGrants()
@@ -275,7 +275,7 @@ func (c *backClock) NewTimer(d time.Duration) actor.Timer {
 func TestAClockThatGoesBackStrandsNobody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clock := &backClock{}
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
 		defer l.Close()
 		require.True(t, l.Allow())
 		clock.back.Store(int64(time.Second)) // now reads a second before New
@@ -295,9 +295,9 @@ func TestAClockThatGoesBackStrandsNobody(t *testing.T) {
 func TestAllOnASharedRateKeepsItsBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		requests := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		requests := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer requests.Close()
-		tokens := actor.New(tokenBucket(t, algorithms.PerSecond(1000), 150))
+		tokens := actor.MustNew(tokenBucket(t, algorithms.PerSecond(1000), 150))
 		defer tokens.Close()
 		_, err := tokens.TryAcquire(150) // 150 tokens back at t0+150ms
 		require.NoError(t, err)
@@ -327,9 +327,9 @@ func TestAllOnASharedRateKeepsItsBound(t *testing.T) {
 // capacity back again.
 func TestRefundOfAGrantTwiceOrOnAnotherLimiterChangesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := actor.New(gcra(t, algorithms.PerSecond(1), 2))
+		a := actor.MustNew(gcra(t, algorithms.PerSecond(1), 2))
 		defer a.Close()
-		b := actor.New(gcra(t, algorithms.PerSecond(1), 2))
+		b := actor.MustNew(gcra(t, algorithms.PerSecond(1), 2))
 		defer b.Close()
 		g, err := a.AcquireGrant(context.Background(), 1)
 		require.NoError(t, err)

@@ -15,6 +15,8 @@ import (
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type rdAlg struct {
@@ -46,7 +48,7 @@ func TestHostileLimiterHostileCosts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := actor.New(alg, nil, actor.WithMaxQueue(math.MinInt), actor.WithMaxWait(math.MinInt64), actor.WithClock(nil))
+		l := actor.MustNew(alg, nil, actor.WithMaxQueue(math.MinInt), actor.WithMaxWait(math.MinInt64), actor.WithClock(nil))
 		ln, err := l.Lane("t", 1)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +98,7 @@ func TestHostileLimiterHostileCosts(t *testing.T) {
 func TestHostileLimiterNoOverAdmit(t *testing.T) {
 	for _, a := range rdAlgs() {
 		alg, _ := a.make()
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		var mu sync.Mutex
 		n := int64(0)
 		start := time.Now()
@@ -154,7 +156,7 @@ func TestHostileLimiterPause(t *testing.T) {
 		for _, until := range instants {
 			name := fmt.Sprintf("%s Pause(%v)", a.name, until)
 			alg, _ := a.make()
-			l := actor.New(alg)
+			l := actor.MustNew(alg)
 			testutil.Within(t, 5*time.Second, name, func() {
 				if err := l.Pause(until); err != nil {
 					t.Errorf("%s: %v", name, err)
@@ -212,7 +214,7 @@ func TestHostileLimiterTune(t *testing.T) {
 	bursts := []int64{0, -1, math.MinInt64, math.MaxInt64, 1 << 62, 1}
 	for _, a := range rdAlgs() {
 		alg, _ := a.make()
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		isWindow := strings.Contains(a.name, "Window")
 		// a waiter queued while we retune
 		ctx, cancel := context.WithCancel(context.Background())
@@ -264,7 +266,7 @@ func TestHostileLimiterTune(t *testing.T) {
 func TestHostileLimiterSettleRefund(t *testing.T) {
 	for _, a := range rdAlgs() {
 		alg, _ := a.make()
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		testutil.Within(t, 5*time.Second, a.name+" settle", func() {
 			if l.Refund(permits.Grant{}) {
 				t.Errorf("%s: Refund(zero Grant) = true", a.name)
@@ -323,7 +325,7 @@ func TestHostileLimiterSettleRefund(t *testing.T) {
 // floor.
 func TestHostileLane(t *testing.T) {
 	alg, _ := algorithms.NewGCRA(algorithms.PerSecond(10), 5)
-	l := actor.New(alg)
+	l := actor.MustNew(alg)
 	defer l.Close()
 	bad := []struct {
 		name   string
@@ -379,7 +381,7 @@ func TestHostileLane(t *testing.T) {
 func TestHostileLimiterClosed(t *testing.T) {
 	for _, a := range rdAlgs() {
 		alg, _ := a.make()
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		ln, err := l.Lane("x", 1)
 		if err != nil {
 			t.Fatal(err)
@@ -456,7 +458,7 @@ func TestHostileLimiterClosed(t *testing.T) {
 // TestHostileLimiterContexts: done contexts, far deadlines, deadline exactly now.
 func TestHostileLimiterContexts(t *testing.T) {
 	alg, _ := algorithms.NewGCRA(algorithms.PerSecond(1), 1)
-	l := actor.New(alg)
+	l := actor.MustNew(alg)
 	defer l.Close()
 	testutil.Within(t, 5*time.Second, "contexts", func() {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -609,10 +611,19 @@ func TestHostilePoolNoOverAdmit(t *testing.T) {
 func TestHostileMaxWaitTinyGrantsFree(t *testing.T) {
 	for _, a := range rdAlgs() {
 		alg, _ := a.make()
-		l := actor.New(alg, actor.WithMaxWait(1))
+		l := actor.MustNew(alg, actor.WithMaxWait(1))
 		if _, err := l.Acquire(context.Background(), 1); err != nil {
 			t.Errorf("%s: WithMaxWait(1ns) Acquire with free capacity = %v", a.name, err)
 		}
 		l.Close()
 	}
+}
+
+// New refuses a nil algorithm with the one configuration error, starting
+// nothing; MustNew panics with that error instead.
+func TestNewRefusesANilAlgorithm(t *testing.T) {
+	l, err := actor.New(nil)
+	require.ErrorIs(t, err, permits.ErrInvalidConfig)
+	assert.Nil(t, l)
+	assert.PanicsWithError(t, err.Error(), func() { actor.MustNew(nil) })
 }

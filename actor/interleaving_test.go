@@ -51,7 +51,7 @@ func TestPoolReleaseAsTheOwnerParksIsNotLost(t *testing.T) {
 // could never come, and shut the fast path for everyone behind it.
 func TestCostAboveABurstLoweredJustBeforeFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1), 10))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1), 10))
 		defer l.Close()
 		tuned := make(chan error, 1)
 		acquired := make(chan error, 1)
@@ -94,7 +94,7 @@ func TestRefundLetsTheHeadInAtOnce(t *testing.T) {
 	for _, how := range []string{"refund", "settle to 0"} {
 		t.Run(how, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := actor.New(gcra(t, algorithms.PerSecond(1), 1))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(1), 1))
 				defer l.Close()
 				t0 := time.Now()
 				g, err := l.TryAcquireGrant(1)

@@ -50,7 +50,7 @@ func laneAcquire(ctx context.Context, wg *sync.WaitGroup, t0 time.Time, ln *acto
 // 1 by the names given. The limiter is closed when the test ends.
 func lanesAt100(t *testing.T, names []string, opts ...actor.Option) (t0 time.Time, l *actor.Limiter, lanes []*actor.Lane) {
 	t0 = time.Now()
-	l = actor.New(gcra(t, algorithms.PerSecond(100), 1), opts...)
+	l = actor.MustNew(gcra(t, algorithms.PerSecond(100), 1), opts...)
 	t.Cleanup(func() { l.Close() })
 	for _, name := range names {
 		ln, err := l.Lane(name, 1)
@@ -175,7 +175,7 @@ func TestLaneTryAcquireRetryAfterIsALowerBound(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
 				// WithMaxWait makes every waiter's bound known.
-				l := actor.New(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(time.Hour))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(time.Hour))
 				defer l.Close()
 				var lanes []*actor.Lane
 				for i := range busy {
@@ -243,7 +243,7 @@ func TestLaneTuningAndClose(t *testing.T) {
 	t.Run("SetRate", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			t0 := time.Now()
-			l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+			l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 			defer l.Close()
 			a, _ := l.Lane("a", 1)
 			b, _ := l.Lane("b", 1)
@@ -263,7 +263,7 @@ func TestLaneTuningAndClose(t *testing.T) {
 	t.Run("SetBurst", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			t0 := time.Now()
-			l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+			l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 5))
 			defer l.Close()
 			a, _ := l.Lane("a", 1)
 			b, _ := l.Lane("b", 1)
@@ -281,7 +281,7 @@ func TestLaneTuningAndClose(t *testing.T) {
 	t.Run("Pause", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			t0 := time.Now()
-			l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
+			l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 1))
 			defer l.Close()
 			a, _ := l.Lane("a", 1)
 			b, _ := l.Lane("b", 3, actor.WithPriority(2))
@@ -300,7 +300,7 @@ func TestLaneTuningAndClose(t *testing.T) {
 	t.Run("Close", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			t0 := time.Now()
-			l := actor.New(gcra(t, algorithms.PerSecond(1), 1))
+			l := actor.MustNew(gcra(t, algorithms.PerSecond(1), 1))
 			a, _ := l.Lane("a", 1)
 			require.True(t, l.Allow())
 			var wg sync.WaitGroup
@@ -332,7 +332,7 @@ func TestLaneSwitchKeepsTheQueue(t *testing.T) {
 		t.Run(fmt.Sprint("max wait ", maxWait), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithMaxWait(maxWait))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithMaxWait(maxWait))
 				defer l.Close()
 				require.True(t, l.Allow())
 				var wg sync.WaitGroup
@@ -376,7 +376,7 @@ func TestLaneSwitchKeepsTheQueue(t *testing.T) {
 
 func TestLaneErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		for _, c := range []struct {
 			name             string
@@ -424,7 +424,7 @@ func TestLaneErrors(t *testing.T) {
 // name, and the owner switches once.
 func TestLaneLookupIsSafeForConcurrentUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1000), 10))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1000), 10))
 		defer l.Close()
 		var wg sync.WaitGroup
 		got := make([][]*actor.Lane, 8)
@@ -454,7 +454,7 @@ func TestLaneLookupIsSafeForConcurrentUse(t *testing.T) {
 // grant when the pool refuses.
 func TestLaneInAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(tokenBucket(t, algorithms.PerSecond(1), 3))
+		l := actor.MustNew(tokenBucket(t, algorithms.PerSecond(1), 3))
 		defer l.Close()
 		ln, err := l.Lane("tenant", 1)
 		require.NoError(t, err)
@@ -491,7 +491,7 @@ func TestLaneBoundsFollowChanges(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				l := actor.New(tokenBucket(t, algorithms.PerSecond(100), 2), actor.WithMaxWait(time.Hour))
+				l := actor.MustNew(tokenBucket(t, algorithms.PerSecond(100), 2), actor.WithMaxWait(time.Hour))
 				defer l.Close()
 				a, err := l.Lane("a", 1)
 				require.NoError(t, err)
@@ -523,7 +523,7 @@ func TestLaneTryAcquireThroughTheOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		alg := &slowGCRA{GCRA: gcra(t, algorithms.PerSecond(100), 1), at: t0.Add(10 * time.Millisecond), stall: 5 * time.Millisecond}
-		l := actor.New(alg, actor.WithMaxWait(time.Hour))
+		l := actor.MustNew(alg, actor.WithMaxWait(time.Hour))
 		defer l.Close()
 		a, err := l.Lane("a", 1)
 		require.NoError(t, err)
@@ -550,7 +550,7 @@ func TestLaneTryAcquireThroughTheOwner(t *testing.T) {
 func TestLaneNewcomerIsAnsweredAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(tokenBucket(t, algorithms.PerSecond(1), 5))
+		l := actor.MustNew(tokenBucket(t, algorithms.PerSecond(1), 5))
 		defer l.Close()
 		batch, err := l.Lane("batch", 1)
 		require.NoError(t, err)
@@ -592,7 +592,7 @@ func TestLaneIdleHoldsNoShadow(t *testing.T) {
 func TestLaneFloorBeforeAnyLaneKeepsTheFIFO(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		require.NoError(t, l.SetPriorityFloor(0.5))
 		require.True(t, l.Allow())

@@ -21,7 +21,7 @@ import (
 func TestLanePauseSurvivesTheSwitch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 10))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 10))
 		defer l.Close()
 		require.NoError(t, l.Pause(t0.Add(time.Second)))
 		ln, err := l.Lane("a", 1) // the FIFO is empty: nothing adopted
@@ -40,7 +40,7 @@ func TestLanePauseSurvivesTheSwitch(t *testing.T) {
 // when the entry does not keep the lane itself).
 func TestLaneExpiryNeverReadsAnAnsweredCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1000), 1), actor.WithMaxWait(time.Second))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1000), 1), actor.WithMaxWait(time.Second))
 		defer l.Close()
 		a, err := l.Lane("a", 1)
 		require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestMaxWaitOfExactlyTheWaitIsGranted(t *testing.T) {
 		t.Run(map[bool]string{false: "fifo", true: "lanes"}[lanes], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				l := actor.New(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(20*time.Millisecond))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 1), actor.WithMaxWait(20*time.Millisecond))
 				defer l.Close()
 				acq := func(ctx context.Context, cost int64) (permits.Grant, error) { return l.AcquireGrant(ctx, cost) }
 				if lanes {

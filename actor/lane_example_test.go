@@ -18,7 +18,7 @@ func ExampleLimiter_Lane() {
 	if err != nil {
 		panic(err)
 	}
-	lim := actor.New(g)
+	lim := actor.MustNew(g)
 	defer lim.Close()
 	batch, err := lim.Lane("batch", 1)
 	if err != nil {

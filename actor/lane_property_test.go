@@ -270,7 +270,7 @@ var errMaxWaitRefused = &permits.RateLimitError{RetryAfter: 1}
 func runLanes(t *testing.T, alg algorithms.Algorithm, s laneScript) (arrivals map[int]outcome, tries []bool) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(alg, actor.WithMaxWait(s.maxWait))
+		l := actor.MustNew(alg, actor.WithMaxWait(s.maxWait))
 		defer l.Close()
 		require.NoError(t, l.SetPriorityFloor(s.floor))
 		lanes := make([]*actor.Lane, len(s.weights))

@@ -142,7 +142,7 @@ func TestLaneShares(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				l := actor.New(gcra(t, algorithms.PerSecond(10_000), 24))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(10_000), 24))
 				lanes := make([]*actor.Lane, len(c.weights))
 				var wsum int
 				for i, w := range c.weights {
@@ -172,7 +172,7 @@ func TestLaneShares(t *testing.T) {
 func TestLaneIdleShareMovesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 1))
 		var lanes []*actor.Lane
 		for i, w := range []int{1, 1, 2} {
 			ln, err := l.Lane(fmt.Sprint("lane-", i), w)
@@ -230,7 +230,7 @@ func TestLaneIdleShareMovesAtOnce(t *testing.T) {
 func TestLaneNewcomerDoesNotWaitBehindABacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 1))
 		defer l.Close()
 		batch, err := l.Lane("batch", 1)
 		require.NoError(t, err)
@@ -257,7 +257,7 @@ func TestLaneNewcomerDoesNotWaitBehindABacklog(t *testing.T) {
 // arrived, whatever the other lanes do.
 func TestLaneIsFIFOInside(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(100), 8))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 8))
 		defer l.Close()
 		require.True(t, l.Allow())
 		a, err := l.Lane("a", 1)
@@ -310,7 +310,7 @@ func TestLanePriorities(t *testing.T) {
 		t.Run(fmt.Sprint("floor ", floor), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
-				l := actor.New(gcra(t, algorithms.PerSecond(1000), 5))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(1000), 5))
 				require.NoError(t, l.SetPriorityFloor(floor))
 				low, err := l.Lane("batch", actor.MaxLaneWeight)
 				require.NoError(t, err)
@@ -353,7 +353,7 @@ func TestLanePriorities(t *testing.T) {
 func TestLaneTinyFloorStillServesTheLowerPriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(1_000_000), 1000))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1_000_000), 1000))
 		require.NoError(t, l.SetPriorityFloor(1e-9))
 		high, err := l.Lane("interactive", 1, actor.WithPriority(1))
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/internal/probe"
 	"github.com/sluicehq/sluice/internal/quota"
 	"github.com/sluicehq/sluice/permits"
@@ -44,17 +45,33 @@ type Limiter struct {
 }
 
 // New returns a Limiter that owns alg and starts its goroutine. alg must not
-// be used by anything else afterwards. Nil options are ignored. New panics
-// if alg is nil, a programmer's error.
+// be used by anything else afterwards. Nil options are ignored. A nil alg
+// is an error matching permits.ErrInvalidConfig, and then no goroutine is
+// started.
 //
 // The owner goroutine runs under runtime/pprof labels sluice.limiter (the
 // name given with WithName) and sluice.algorithm, so a goroutine profile,
 // and with GODEBUG=tracebacklabels=1 a goroutine dump or a goleak report of
 // a limiter that was never closed, says which one it is.
-func New(alg algorithms.Algorithm, opts ...Option) *Limiter {
+func New(alg algorithms.Algorithm, opts ...Option) (*Limiter, error) {
 	if alg == nil {
-		panic("actor: New with a nil algorithm")
+		return nil, configerr.Errorf("actor", "New needs an algorithm, got nil")
 	}
+	return newLimiter(alg, opts), nil
+}
+
+// MustNew is New for an algorithm known to be there (one an algorithms
+// constructor just returned without error): it panics where New would
+// return an error, as regexp.MustCompile does.
+func MustNew(alg algorithms.Algorithm, opts ...Option) *Limiter {
+	l, err := New(alg, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+func newLimiter(alg algorithms.Algorithm, opts []Option) *Limiter {
 	cfg := defaults()
 	for _, o := range opts {
 		if o != nil {

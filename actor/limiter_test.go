@@ -83,7 +83,7 @@ func queue(t *testing.T, wg *sync.WaitGroup, l *actor.Limiter, g *grants, ctxs [
 
 func TestFIFOEvenWhenALaterWaiterAsksForLess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(tokenBucket(t, algorithms.PerSecond(1), 10))
+		l := actor.MustNew(tokenBucket(t, algorithms.PerSecond(1), 10))
 		defer l.Close()
 		_, err := l.TryAcquire(10) // empty the bucket
 		require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestFIFOEvenWhenALaterWaiterAsksForLess(t *testing.T) {
 
 func TestExactPacing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		t0 := time.Now()
 		g := newGrants()
@@ -153,7 +153,7 @@ func TestTimerLatenessDoesNotLowerTheRate(t *testing.T) {
 		// Every wake-up is 30ms late. Were grants stamped with wake-up
 		// instants, 100 grants at 10/s would take 100·130ms; stamped with
 		// scheduled instants they finish within one lateness of 9.9s.
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(lateClock{30 * time.Millisecond}))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(lateClock{30 * time.Millisecond}))
 		defer l.Close()
 		t0 := time.Now()
 		var wg sync.WaitGroup
@@ -174,7 +174,7 @@ func TestTimerLatenessDoesNotLowerTheRate(t *testing.T) {
 func TestCancellationAnywhereGivesCapacityBack(t *testing.T) {
 	for _, pos := range []int{0, 2, 4} { // head, middle, tail
 		synctest.Test(t, func(t *testing.T) {
-			l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+			l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 			defer l.Close()
 			t0 := time.Now()
 			require.True(t, l.Allow()) // TAT is now t0+100ms
@@ -204,7 +204,7 @@ func TestCancellationAnywhereGivesCapacityBack(t *testing.T) {
 
 func TestCancellationAfterPartOfTheWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		t0 := time.Now()
 		require.True(t, l.Allow())
@@ -222,7 +222,7 @@ func TestCancellationAfterPartOfTheWait(t *testing.T) {
 
 func TestDeadlineBeforePredictedGrantFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		t0 := time.Now()
 		require.True(t, l.Allow())
@@ -258,7 +258,7 @@ func TestDeadlineBeforePredictedGrantFailsAtOnce(t *testing.T) {
 
 func TestAlreadyCancelledContextFailsEvenWithCapacity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 5))
 		defer l.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -270,7 +270,7 @@ func TestAlreadyCancelledContextFailsEvenWithCapacity(t *testing.T) {
 
 func TestCostErrorsFailAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 5))
 		defer l.Close()
 		_, err := l.Acquire(context.Background(), 6)
 		assert.ErrorIs(t, err, permits.ErrCostExceedsCapacity)
@@ -296,7 +296,7 @@ func TestTryAcquireCarriesExactRetryAfter(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				a := alg(t)
 				reference := a.(algorithms.Cloner).Clone()
-				l := actor.New(a)
+				l := actor.MustNew(a)
 				defer l.Close()
 				now := time.Now()
 				reference.AllowAt(now, 2)
@@ -319,7 +319,7 @@ func TestTryAcquireCarriesExactRetryAfter(t *testing.T) {
 
 func TestCloseFailsWaitersAndLaterCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1), 1))
 		require.True(t, l.Allow())
 		g := newGrants()
 		var wg sync.WaitGroup
@@ -342,7 +342,7 @@ func TestCloseReturnsAfterTheGoroutineExits(t *testing.T) {
 	// goleak.VerifyTestMain catches a loop that outlives Close; this checks
 	// it per test, outside any bubble, with the real clock.
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1000), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1000), 1))
 		synctest.Wait()
 		require.Equal(t, 1, ownerLoops())
 		require.NoError(t, l.Close())
@@ -363,7 +363,7 @@ func ownerLoops() int {
 
 func TestManyGoroutinesAchieveTheRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1000), 10))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1000), 10))
 		defer l.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -393,7 +393,7 @@ func TestManyGoroutinesAchieveTheRate(t *testing.T) {
 
 func TestWithMaxWaitAndMaxQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithMaxWait(250*time.Millisecond), actor.WithMaxQueue(2))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithMaxWait(250*time.Millisecond), actor.WithMaxQueue(2))
 		defer l.Close()
 		require.True(t, l.Allow())
 		g := newGrants()
@@ -422,7 +422,7 @@ func TestGrantRacingCancellation(t *testing.T) {
 	// capacity is accounted either way: a permit counts as granted, a
 	// cancellation leaves the slot to the next waiter.
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		require.True(t, l.Allow())
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -451,13 +451,13 @@ func TestGrantRacingCancellation(t *testing.T) {
 
 func TestFastPathAllocatesNothing(t *testing.T) {
 	g := gcra(t, algorithms.PerSecond(1_000_000_000), 1_000_000)
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	defer l.Close()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { l.Allow() }), "Allow, allowed")
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.TryAcquire(1) }), "TryAcquire, allowed")
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = l.Acquire(context.Background(), 1) }), "Acquire, allowed")
 
-	slow := actor.New(gcra(t, algorithms.Every(time.Hour), 1))
+	slow := actor.MustNew(gcra(t, algorithms.Every(time.Hour), 1))
 	defer slow.Close()
 	slow.Allow()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { slow.Allow() }), "Allow, refused: no error is built")
@@ -468,7 +468,7 @@ func TestFastPathAllocatesNothing(t *testing.T) {
 
 func TestArrivalsJoinABusyQueueWithoutWakingTheOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		t0 := time.Now()
 		require.True(t, l.Allow())
@@ -500,7 +500,7 @@ func TestArrivalsJoinABusyQueueWithoutWakingTheOwner(t *testing.T) {
 // waking the owner), and the counts must agree with what the callers saw.
 // -race checks that no pooled call is reused while the owner holds it.
 func TestCancellationStressAgainstStats(t *testing.T) {
-	l := actor.New(gcra(t, algorithms.PerSecond(20000), 1))
+	l := actor.MustNew(gcra(t, algorithms.PerSecond(20000), 1))
 	defer l.Close()
 	var granted, cancelled atomic.Int64
 	var wg sync.WaitGroup

@@ -27,11 +27,11 @@ func TestWithMaxWaitForeverNeverExpiresAWaiter(t *testing.T) {
 		new  func(t *testing.T) (func(ctx context.Context) error, func())
 	}{
 		{"without a Cloner", func(t *testing.T) (func(context.Context) error, func()) {
-			l := actor.New(noCloner{gcra(t, algorithms.PerSecond(10), 1)}, actor.WithMaxWait(math.MaxInt64))
+			l := actor.MustNew(noCloner{gcra(t, algorithms.PerSecond(10), 1)}, actor.WithMaxWait(math.MaxInt64))
 			return func(ctx context.Context) error { _, err := l.Acquire(ctx, 1); return err }, func() { l.Close() }
 		}},
 		{"in a lane", func(t *testing.T) (func(context.Context) error, func()) {
-			l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithMaxWait(math.MaxInt64))
+			l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithMaxWait(math.MaxInt64))
 			ln, err := l.Lane("a", 1)
 			require.NoError(t, err)
 			return func(ctx context.Context) error { _, err := ln.Acquire(ctx, 1); return err }, func() { l.Close() }

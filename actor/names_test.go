@@ -18,7 +18,7 @@ import (
 // of a limiter or pool nobody closed says which one it is.
 func TestOwnersRunUnderTheirNames(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithName("search-api"))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithName("search-api"))
 		defer l.Close()
 		p := newPool(t, 4, actor.WithName("db-conns"))
 		defer p.Close()

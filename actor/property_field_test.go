@@ -238,7 +238,7 @@ func runField(t *testing.T, cfg fieldConfig, seed uint64, withLanes bool) (decis
 		case windowAlg:
 			alg = &stallWindow{a, st}
 		}
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		// The callers: the limiter itself, and with lanes three more.
 		type caller interface {
 			AcquireGrant(context.Context, int64) (permits.Grant, error)

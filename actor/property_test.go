@@ -206,7 +206,7 @@ var errDeadlineRefused = &permits.RateLimitError{RetryAfter: 1, Cause: context.D
 func run(t *testing.T, alg algorithms.Algorithm, evs []scriptEvent) (arrivals map[int]outcome, tries []bool) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(alg)
+		l := actor.MustNew(alg)
 		defer l.Close()
 		a := newScriptArrivals(t0)
 		for _, ev := range evs {

@@ -160,7 +160,7 @@ func TestLimiterGrantCarriesInstantAndWait(t *testing.T) {
 	for name, mk := range refundable {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := actor.New(mk(t))
+				l := actor.MustNew(mk(t))
 				defer l.Close()
 				t0 := time.Now()
 				g, err := l.AcquireGrant(context.Background(), 5)
@@ -186,7 +186,7 @@ func TestLimiterRefundGivesCapacityBack(t *testing.T) {
 	for name, mk := range refundable {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := actor.New(mk(t))
+				l := actor.MustNew(mk(t))
 				defer l.Close()
 				g, err := l.TryAcquireGrant(5)
 				require.NoError(t, err)
@@ -202,7 +202,7 @@ func TestLimiterRefundGivesCapacityBack(t *testing.T) {
 
 func TestLimiterRefundLetsWaitersBehindTheHeadIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(tokenBucket(t, algorithms.PerSecond(1), 4))
+		l := actor.MustNew(tokenBucket(t, algorithms.PerSecond(1), 4))
 		defer l.Close()
 		t0 := time.Now()
 		g, err := l.TryAcquireGrant(4)
@@ -223,7 +223,7 @@ type noRefund struct{ algorithms.Algorithm }
 
 func TestLimiterRefundReportsWhenItCannot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(noRefund{tokenBucket(t, algorithms.PerSecond(1), 2)})
+		l := actor.MustNew(noRefund{tokenBucket(t, algorithms.PerSecond(1), 2)})
 		g, err := l.AcquireGrant(context.Background(), 2)
 		require.NoError(t, err)
 		assert.False(t, l.Refund(g), "the algorithm cannot")
@@ -231,7 +231,7 @@ func TestLimiterRefundReportsWhenItCannot(t *testing.T) {
 		assert.ErrorIs(t, err, permits.ErrRateLimited, "nothing came back")
 		require.NoError(t, l.Close())
 
-		l2 := actor.New(tokenBucket(t, algorithms.PerSecond(1), 2))
+		l2 := actor.MustNew(tokenBucket(t, algorithms.PerSecond(1), 2))
 		g, err = l2.AcquireGrant(context.Background(), 2)
 		require.NoError(t, err)
 		require.NoError(t, l2.Close())
@@ -244,7 +244,7 @@ func TestGrantAndRefundAllocateNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
-	l := actor.New(gcra(t, algorithms.PerSecond(1_000_000_000), 1000)) // fast path
+	l := actor.MustNew(gcra(t, algorithms.PerSecond(1_000_000_000), 1000)) // fast path
 	defer l.Close()
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() {
@@ -256,7 +256,7 @@ func TestGrantAndRefundAllocateNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 
-	tb := actor.New(tokenBucket(t, algorithms.PerSecond(1_000_000_000), 1<<40)) // through the owner
+	tb := actor.MustNew(tokenBucket(t, algorithms.PerSecond(1_000_000_000), 1<<40)) // through the owner
 	defer tb.Close()
 	allocs = testing.AllocsPerRun(1000, func() {
 		g, err := tb.AcquireGrant(ctx, 1)

@@ -28,7 +28,7 @@ func TestTryAcquireBehindAQueueSaysTheTailsWait(t *testing.T) {
 	for _, spread := range []time.Duration{0, time.Millisecond} {
 		t.Run(spread.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				l := actor.New(gcra(t, algorithms.PerSecond(100), 1))
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(100), 1))
 				defer l.Close()
 				require.True(t, l.Allow()) // the next unit is 10 ms away
 				ctx, cancel := context.WithCancel(context.Background())

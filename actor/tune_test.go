@@ -42,7 +42,7 @@ func acquireAll(t *testing.T, wg *sync.WaitGroup, l *actor.Limiter, t0 time.Time
 func TestSetRateRetimesTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		require.True(t, l.Allow()) // TAT t0+100ms
 		var wg sync.WaitGroup
@@ -68,7 +68,7 @@ func TestSetRateRetimesTheQueue(t *testing.T) {
 func TestSetBurstFailsWaitersThatNoLongerFit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 5))
 		defer l.Close()
 		_, err := l.TryAcquire(5)
 		require.NoError(t, err)
@@ -88,13 +88,13 @@ func TestSetBurstFailsWaitersThatNoLongerFit(t *testing.T) {
 
 func TestSetRateErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(noCloner{gcra(t, algorithms.PerSecond(10), 1)})
+		l := actor.MustNew(noCloner{gcra(t, algorithms.PerSecond(10), 1)})
 		assert.ErrorIs(t, l.SetRate(algorithms.PerSecond(5)), actor.ErrNotTunable)
 		require.NoError(t, l.Close())
 
 		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(10))
 		require.NoError(t, err)
-		l = actor.New(w)
+		l = actor.MustNew(w)
 		assert.ErrorIs(t, l.SetBurst(5), actor.ErrNotTunable, "a window has no burst")
 		assert.NoError(t, l.SetRate(algorithms.PerSecond(20)))
 		assert.ErrorIs(t, l.SetRate(algorithms.Rate{}), permits.ErrInvalidConfig)
@@ -110,7 +110,7 @@ func TestSetRateErrors(t *testing.T) {
 func TestPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		require.True(t, l.Allow())
 		var wg sync.WaitGroup
@@ -146,9 +146,9 @@ func TestPause(t *testing.T) {
 // difference back; once; only on its own limiter.
 func TestSettleOnTheLimiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 10))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 10))
 		defer l.Close()
-		other := actor.New(gcra(t, algorithms.PerSecond(10), 10))
+		other := actor.MustNew(gcra(t, algorithms.PerSecond(10), 10))
 		defer other.Close()
 		g, err := l.AcquireGrant(context.Background(), 5)
 		require.NoError(t, err)
@@ -175,9 +175,9 @@ func TestSettleOnTheLimiter(t *testing.T) {
 // tokens are settled at what the call used.
 func TestSettleThroughAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		requests := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		requests := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer requests.Close()
-		tokens := actor.New(gcra(t, algorithms.PerSecond(1000), 1000))
+		tokens := actor.MustNew(gcra(t, algorithms.PerSecond(1000), 1000))
 		defer tokens.Close()
 		pool, err := actor.NewPool(2)
 		require.NoError(t, err)
@@ -203,7 +203,7 @@ func TestSettleThroughAll(t *testing.T) {
 // without calling fn, and the call itself keeps its full context.
 func TestDoWithMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
 		defer l.Close()
 		require.True(t, l.Allow())
 		var wg sync.WaitGroup
@@ -241,7 +241,7 @@ func TestDoWithMaxWait(t *testing.T) {
 // before the limiter looked, so nothing was ever granted.
 func TestMaxWaitZeroTakesAFreePermit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 2))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 2))
 		defer l.Close()
 		_, err := permits.MaxWait(l, 0).Acquire(context.Background(), 1)
 		assert.NoError(t, err, "MaxWait(l, 0) with a free unit")
@@ -262,7 +262,7 @@ func TestMaxWaitZeroTakesAFreePermit(t *testing.T) {
 // (context.DeadlineExceeded), as the limiter alone says it.
 func TestMaxWaitKeepsTheCallersEarlierDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := actor.New(gcra(t, algorithms.PerSecond(1), 1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(1), 1))
 		defer l.Close()
 		require.True(t, l.Allow())
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -282,7 +282,7 @@ func TestMaxWaitKeepsTheCallersEarlierDeadline(t *testing.T) {
 func TestTryAcquireAtTheEndOfAPause(t *testing.T) {
 	for range 20 { // either goroutine may run first at that instant
 		synctest.Test(t, func(t *testing.T) {
-			l := actor.New(gcra(t, algorithms.PerSecond(10), 5))
+			l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 5))
 			defer l.Close()
 			require.NoError(t, l.Pause(time.Now().Add(time.Second)))
 			_, err := l.TryAcquire(1)
@@ -301,7 +301,7 @@ func TestQuotaBesideSetRateOnAWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(2))
 		require.NoError(t, err)
-		l := actor.New(w)
+		l := actor.MustNew(w)
 		defer l.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()

@@ -37,7 +37,7 @@ func TestAnAcquireThatCannotOutwaitAPauseIsRefusedAtOnce(t *testing.T) {
 					ctx, stop = context.WithTimeout(ctx, time.Second)
 					defer stop()
 				}
-				l := actor.New(gcra(t, algorithms.PerSecond(10), 5), opts...)
+				l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 5), opts...)
 				defer l.Close()
 				acquire := l.Acquire
 				if strings.HasPrefix(bound, "lane") {
@@ -63,7 +63,7 @@ func TestAnAcquireThatCannotOutwaitAPauseIsRefusedAtOnce(t *testing.T) {
 func TestMaxWaitIsCountedFromTheArrival(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clock := &ownerStallClock{stall: 40 * time.Millisecond}
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock), actor.WithMaxWait(150*time.Millisecond))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock), actor.WithMaxWait(150*time.Millisecond))
 		defer l.Close()
 		require.True(t, l.Allow())
 		var wg sync.WaitGroup
@@ -85,7 +85,7 @@ func TestAPromotedHeadIsDueFromTheCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
 		clock := &ownerStallClock{stall: 80 * time.Millisecond}
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
 		defer l.Close()
 		require.True(t, l.Allow()) // next unit at 100ms
 		ctx, cancel := context.WithCancel(context.Background())
@@ -112,7 +112,7 @@ func TestAPromotedHeadIsDueFromTheCancellation(t *testing.T) {
 func TestALateOwnerGrantsDueHeadsBeforeArrivals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()
-		l := actor.New(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(lateClock{120 * time.Millisecond}), actor.WithMaxQueue(1))
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(lateClock{120 * time.Millisecond}), actor.WithMaxQueue(1))
 		defer l.Close()
 		a, err := l.Lane("a", 1)
 		require.NoError(t, err)

@@ -79,7 +79,7 @@ func ExampleTransport() {
 
 	perRequest, _ := algorithms.NewGCRA(algorithms.PerMinute(500), 1) // (check the errors)
 	perToken, _ := algorithms.NewSlidingWindow(algorithms.PerMinute(30_000))
-	requests, tokens := actor.New(perRequest), actor.New(perToken)
+	requests, tokens := actor.MustNew(perRequest), actor.MustNew(perToken)
 	defer requests.Close()
 	defer tokens.Close()
 	inflight, _ := actor.NewPool(8)

@@ -288,7 +288,7 @@ func rdLimiter(t *testing.T) *actor.Limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	t.Cleanup(func() { l.Close() })
 	return l
 }

@@ -144,7 +144,7 @@ func newLimiter(t *testing.T, r algorithms.Rate, burst int64) *actor.Limiter {
 	t.Helper()
 	g, err := algorithms.NewGCRA(r, burst)
 	require.NoError(t, err)
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
@@ -581,7 +581,7 @@ func TestSettleFromTheResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(1000))
 		require.NoError(t, err)
-		tokens := actor.New(w)
+		tokens := actor.MustNew(w)
 		t.Cleanup(func() { _ = tokens.Close() })
 		requests := newLimiter(t, algorithms.PerSecond(10), 5)
 		usage := []string{"300", "1200", "garbage"}
@@ -871,7 +871,7 @@ func TestSettleFromAJSONBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w, err := algorithms.NewSlidingWindow(algorithms.PerSecond(1000))
 		require.NoError(t, err)
-		tokens := actor.New(w)
+		tokens := actor.MustNew(w)
 		t.Cleanup(func() { _ = tokens.Close() })
 		api := &fakeAPI{answer: always(func() *http.Response { return reply(http.StatusOK, `{"usage":{"total_tokens":250}}`) })}
 		tr := newTransport(t, tokens, api,

@@ -117,9 +117,9 @@ func (p *perKey) get(key int) *actor.Limiter {
 	l := p.lims[key]
 	if l == nil {
 		if p.forKey != nil {
-			l = actor.New(p.forKey(key))
+			l = actor.MustNew(p.forKey(key))
 		} else {
-			l = actor.New(p.make())
+			l = actor.MustNew(p.make())
 		}
 		if p.done {
 			l.Close()

@@ -94,7 +94,7 @@ func TestAllsOwnTriesAreNotRejectionsByTheOwner(t *testing.T) {
 		requests := rateLimiter(t, algorithms.PerSecond(10), 1)
 		sw, err := algorithms.NewSlidingWindow(algorithms.PerSecond(1))
 		require.NoError(t, err)
-		tokens := actor.New(sw)
+		tokens := actor.MustNew(sw)
 		defer tokens.Close()
 		lane, err := tokens.Lane("batch", 1)
 		require.NoError(t, err)

@@ -21,7 +21,7 @@ func rateLimiter(t testing.TB, r algorithms.Rate, burst int64) *actor.Limiter {
 	t.Helper()
 	g, err := algorithms.NewGCRA(r, burst)
 	require.NoError(t, err)
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -280,7 +280,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	mk := func(a algorithms.Algorithm, err error) *actor.Limiter {
 		require.NoError(t, err)
-		l := actor.New(a)
+		l := actor.MustNew(a)
 		t.Cleanup(func() { l.Close() })
 		return l
 	}

@@ -30,7 +30,7 @@ func (p *peak) leave() { p.now.Add(-1) }
 // the downstream sees.
 func Example_conc() {
 	requests, _ := algorithms.NewGCRA(algorithms.PerSecond(1000), 5)
-	rate := actor.New(requests)
+	rate := actor.MustNew(requests)
 	defer rate.Close()
 	conns, _ := actor.NewPool(4)
 	defer conns.Close()
@@ -63,7 +63,7 @@ func Example_conc() {
 func ExampleAll() {
 	requests, _ := algorithms.NewGCRA(algorithms.PerSecond(10), 1)
 	tokens, _ := algorithms.NewGCRA(algorithms.PerMinute(60000), 1000)
-	reqs, toks := actor.New(requests), actor.New(tokens)
+	reqs, toks := actor.MustNew(requests), actor.MustNew(tokens)
 	defer reqs.Close()
 	defer toks.Close()
 	conns, _ := actor.NewPool(2)

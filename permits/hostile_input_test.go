@@ -22,7 +22,7 @@ func rdRate(t *testing.T, r algorithms.Rate, burst int64) *actor.Limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := actor.New(g)
+	l := actor.MustNew(g)
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -288,7 +288,7 @@ func hostileMaxWait(t *testing.T, d time.Duration) {
 func TestHostileAllCloseParts(t *testing.T) {
 	rate := rdRate(t, algorithms.PerSecond(100), 10)
 	g, _ := algorithms.NewGCRA(algorithms.PerSecond(100), 10)
-	closed := actor.New(g)
+	closed := actor.MustNew(g)
 	closed.Close()
 	pool := rdPool(t, 1)
 	lim := permits.All(pool, rate, closed)

@@ -29,6 +29,7 @@ func TestEveryConfigurationErrorMatchesTheOneSentinel(t *testing.T) {
 		{"sluice: invalid configuration: ", second(algorithms.NewGCRA(algorithms.PerSecond(0), 1))},
 		{"sluice: invalid configuration: ", second(algorithms.ParseRate("10/fortnight"))},
 		{"actor: invalid configuration: ", second(actor.NewPool(0))},
+		{"actor: invalid configuration: ", second(actor.New(nil))},
 		{"keyed: invalid configuration: ", second(keyed.New(func(string) (algorithms.Algorithm, error) { return nil, nil }, keyed.WithShards(-1)))},
 		{"retry: invalid configuration: ", second(retry.New(nil))},
 		{"breaker: invalid configuration: ", second(breaker.New(breaker.WithConsecutiveFailures(0)))},

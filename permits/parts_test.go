@@ -68,7 +68,7 @@ func TestEachVisitsEveryPart(t *testing.T) {
 func ExampleEach() {
 	perRequest, _ := algorithms.NewGCRA(algorithms.PerSecond(10), 1)
 	perToken, _ := algorithms.NewGCRA(algorithms.PerMinute(100_000), 10_000)
-	requests, tokens := actor.New(perRequest), actor.New(perToken)
+	requests, tokens := actor.MustNew(perRequest), actor.MustNew(perToken)
 	defer requests.Close()
 	defer tokens.Close()
 	conns, _ := actor.NewPool(4)

@@ -195,7 +195,7 @@ func localLimiter(q quota, win *window, cfg config) (*actor.Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return actor.New(g, actor.WithClock(cfg.clock), actor.WithName("redislimit fail-open")), nil
+	return actor.MustNew(g, actor.WithClock(cfg.clock), actor.WithName("redislimit fail-open")), nil
 }
 
 // now reads the owner's clock as ns on its timeline, never earlier than a

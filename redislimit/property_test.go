@@ -122,7 +122,7 @@ func play(lim permits.Limiter, evs []event) []result {
 
 // TestBehavesAsTheInProcessGCRA plays random scripts of Acquires with and
 // without deadlines, TryAcquires and (with unit costs) cancellations at
-// distinct instants against a Limiter and against actor.New(GCRA) on the
+// distinct instants against a Limiter and against actor.MustNew(GCRA) on the
 // same clock, and requires the same outcome for every caller, grants at
 // the same instant to within the microsecond Redis counts in, exact Stats,
 // and the GCRA bound on the Limiter's grants over every window.
@@ -144,7 +144,7 @@ func TestBehavesAsTheInProcessGCRA(t *testing.T) {
 				inBubble(t, func(t *testing.T, c *redis.Client) {
 					g, err := algorithms.NewGCRA(cfg.rate, cfg.burst)
 					require.NoError(t, err)
-					ref := actor.New(g)
+					ref := actor.MustNew(g)
 					defer ref.Close()
 					want := play(ref, evs)
 					l := vlimiter(t, c, "prop", cfg.rate, cfg.burst)

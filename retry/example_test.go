@@ -82,7 +82,7 @@ func Example_limiterBreakerBudget() {
 	if err != nil {
 		panic(err)
 	}
-	limiter := actor.New(gcra)
+	limiter := actor.MustNew(gcra)
 	defer limiter.Close()
 	br, err := breaker.New(breaker.WithName("inventory"), breaker.WithConsecutiveFailures(3))
 	if err != nil {

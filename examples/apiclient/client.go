@@ -93,7 +93,7 @@ func run(ctx context.Context, cfg config, api *demoapi.API, base http.RoundTripp
 	if err != nil {
 		return nil, err
 	}
-	requests, tokens := actor.New(requestsAlg), actor.New(tokensAlg)
+	requests, tokens := actor.MustNew(requestsAlg), actor.MustNew(tokensAlg)
 	defer requests.Close()
 	defer tokens.Close()
 	conns, err := actor.NewPool(int64(cfg.concurrency))

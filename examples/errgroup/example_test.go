@@ -31,7 +31,7 @@ func (p *peak) leave() { p.now.Add(-1) }
 // no rate at all.
 func Example() {
 	requests, _ := algorithms.NewGCRA(algorithms.PerSecond(2000), 10)
-	rate := actor.New(requests)
+	rate := actor.MustNew(requests)
 	defer rate.Close()
 	slots, _ := actor.NewPool(4)
 	defer slots.Close()

@@ -107,7 +107,7 @@ func run(ctx context.Context, cfg config, fail int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	rate := actor.New(gcra)
+	rate := actor.MustNew(gcra)
 	defer rate.Close()
 	conns, err := actor.NewPool(cfg.conns)
 	if err != nil {

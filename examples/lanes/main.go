@@ -160,7 +160,7 @@ func share(cfg config, m mode) (batch, interactive *tenant, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	lim := actor.New(gcra, actor.WithName("api-key"))
+	lim := actor.MustNew(gcra, actor.WithName("api-key"))
 	defer lim.Close()
 	b, i, err := m.lanes(lim)
 	if err != nil {

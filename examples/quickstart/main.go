@@ -18,8 +18,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err) // zero, negative or overflowing rates are errors, never panics
 	}
-	lim := actor.New(gcra, actor.WithName("api")) // one goroutine owns it from now on
-	defer lim.Close()                             // ...until Close, which ends that goroutine
+	lim := actor.MustNew(gcra, actor.WithName("api")) // one goroutine owns it from now on
+	defer lim.Close()                                 // ...until Close, which ends that goroutine
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

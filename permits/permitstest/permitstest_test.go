@@ -119,7 +119,7 @@ func TestTrackCountsRatePermitsToo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, err := algorithms.NewGCRA(algorithms.PerSecond(10), 5)
 		require.NoError(t, err)
-		rate := actor.New(g)
+		rate := actor.MustNew(g)
 		defer rate.Close()
 		ft := &fakeT{}
 		lim := permitstest.Track(ft, rate)
@@ -134,7 +134,7 @@ func TestTrackKeepsRefundsWorkingInsideAll(t *testing.T) {
 		rate := func(burst int64) *actor.Limiter {
 			g, err := algorithms.NewGCRA(algorithms.PerSecond(10), burst)
 			require.NoError(t, err)
-			l := actor.New(g)
+			l := actor.MustNew(g)
 			t.Cleanup(func() { l.Close() })
 			return l
 		}
@@ -164,7 +164,7 @@ func TestTrackKeepsSettlingWorkingInsideAll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, err := algorithms.NewGCRA(algorithms.PerSecond(10), 10)
 		require.NoError(t, err)
-		l := actor.New(g)
+		l := actor.MustNew(g)
 		defer l.Close()
 		ft := &fakeT{}
 		tracked := permitstest.Track(ft, l)

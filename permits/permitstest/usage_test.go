@@ -41,7 +41,7 @@ func TestFetchAllLeaksNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rate := actor.New(g)
+		rate := actor.MustNew(g)
 		t.Cleanup(func() { rate.Close() })
 		conns, err := actor.NewPool(2)
 		if err != nil {

@@ -71,7 +71,7 @@ func thousands(n int) string {
 func decisionSection(r *runner, b *strings.Builder) {
 	b.WriteString("## Non-blocking decision\n\n")
 	b.WriteString("ns per call: wall time over the calls of all goroutines together, as `b.RunParallel` reports it. " +
-		"sluice is `actor.New(GCRA)` then `TryAcquire(1)`, the lock-free fast path; x/time/rate is `AllowN(time.Now(), 1)`; " +
+		"sluice is `actor.MustNew(GCRA)` then `TryAcquire(1)`, the lock-free fast path; x/time/rate is `AllowN(time.Now(), 1)`; " +
 		"the reference is a bare CAS on a GCRA's theoretical arrival time, the least a lock-free limiter can do per call. " +
 		"*Allowed*: 1e9/s, burst 1000, every call passes. *Denied*: 1/hour, burst 1, every call after the first is refused. " +
 		fmt.Sprintf("Goal: sluice ≤ %.1f× x/time/rate.\n\n", goalDecision))
@@ -101,7 +101,7 @@ func userRatesSection(r *runner, b *strings.Builder) {
 	procs := runtime.GOMAXPROCS(0)
 	fmt.Fprintf(b, "ns per call, as above, at the README's rates, where nearly every call in a loop is refused: "+
 		"30/s and 7/s with burst 1, and 1,140,000 tokens per minute with burst 57,000. "+
-		"sluice is `actor.New(alg)` then `Allow()` or `TryAcquire(1)` on each algorithm with a lock-free form (the fixed window admits the burst per burst/rate of time); "+
+		"sluice is `actor.MustNew(alg)` then `Allow()` or `TryAcquire(1)` on each algorithm with a lock-free form (the fixed window admits the burst per burst/rate of time); "+
 		"x/time/rate is `Allow()` at the same rate and burst. "+
 		"A refused `TryAcquire` returns a `*permits.RateLimitError` carrying RetryAfter, its one allocation; `Allow` builds no error. "+
 		"%d and %d goroutines: 1 and 16 per core on this machine. Goal: sluice ≤ %.1f× x/time/rate, for every row.\n\n", procs, 16*procs, goalDecision)

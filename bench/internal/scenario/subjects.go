@@ -63,7 +63,7 @@ func SluiceGCRA(r algorithms.Rate, burst int64, opts ...actor.Option) (*actor.Li
 	if err != nil {
 		return nil, err
 	}
-	return actor.New(g, opts...), nil
+	return actor.MustNew(g, opts...), nil
 }
 
 // Owner-path settings: rates far above what callers ask for, on
@@ -105,7 +105,7 @@ func RoundTrip() []Micro {
 			if err != nil {
 				return nil, nil, err
 			}
-			return acquire(actor.New(w))
+			return acquire(actor.MustNew(w))
 		}},
 		{Name: "bare mailbox round trip", New: func() (func(int), func(), error) {
 			a := NewEchoActor()

@@ -59,7 +59,7 @@ func AllowAt(u UserRate) []Micro {
 				if g, ok := alg.(algorithms.Gated); !ok || !g.LockFree() {
 					return nil, nil, fmt.Errorf("%s at %s has no lock-free form", a.Name, u.Name)
 				}
-				l := actor.New(alg)
+				l := actor.MustNew(alg)
 				if try {
 					return func(n int) {
 						for range n {

@@ -66,7 +66,7 @@ func real(t *testing.T, l spec.Limit, a []traffic.Arrival, maxWait time.Duration
 			t.Fatal(err)
 		}
 		// sim.Forever is -1, which actor reads as no maximum too.
-		lim := actor.New(alg, actor.WithMaxWait(maxWait))
+		lim := actor.MustNew(alg, actor.WithMaxWait(maxWait))
 		return func(x traffic.Arrival) error {
 			_, err := lim.Acquire(context.Background(), x.Cost)
 			return err
