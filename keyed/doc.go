@@ -2,7 +2,9 @@
 // millions of keys and most of them idle.
 //
 // A Limiter keeps one algorithm state per live key, made on first use by
-// the constructor it is given, and the same semantics per key as
+// the constructor it is given (New), or a GCRA of one rate and burst for
+// every key (NewGCRA, in the shape of redislimit.NewKeyed), and the same
+// semantics per key as
 // actor.Limiter: strict FIFO waiting per key, exact RetryAfter, cancellation
 // that gives capacity back, deadlines that fail fast, and Close that fails
 // every waiter with permits.ErrClosed. Keys do not wait for each other.

@@ -93,6 +93,18 @@ func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Opt
 	return l, nil
 }
 
+// NewGCRA returns a Limiter that gives every key its own GCRA of rate and
+// burst: the common case of New, in the shape of redislimit.NewKeyed, so
+// that a limit moves between one process and Redis by its constructor
+// alone. An invalid rate or burst fails here, matching ErrInvalidConfig,
+// instead of at each key's first request.
+func NewGCRA[K comparable](rate algorithms.Rate, burst int64, opts ...Option) (*Limiter[K], error) {
+	if _, err := algorithms.NewGCRA(rate, burst); err != nil {
+		return nil, err
+	}
+	return New(func(K) (algorithms.Algorithm, error) { return algorithms.NewGCRA(rate, burst) }, opts...)
+}
+
 // Acquire waits until cost units are granted for key, in FIFO order among
 // the key's waiters, and returns a permit for them (Release is a no-op).
 //

@@ -360,3 +360,50 @@ func ExampleLimiter() {
 	// true retry after 12s
 	// bob: <nil>
 }
+
+// NewGCRA is New with a GCRA of one rate and burst for every key, and
+// refuses a bad rate or burst when it is made, not on a key's first
+// request.
+func TestNewGCRAGivesEveryKeyItsOwnGCRA(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := keyed.NewGCRA[string](algorithms.PerSecond(1), 2)
+		require.NoError(t, err)
+		defer l.Close()
+		for _, key := range []string{"a", "b"} {
+			for range 2 {
+				_, err := l.TryAcquire(key, 1)
+				require.NoError(t, err, key)
+			}
+			_, err := l.TryAcquire(key, 1)
+			require.ErrorIs(t, err, permits.ErrRateLimited, "%s: its burst of 2 is spent", key)
+		}
+		_, err = l.TryAcquire("a", 3)
+		require.ErrorIs(t, err, permits.ErrCostExceedsCapacity)
+
+		for name, bad := range map[string]func() error{
+			"zero rate":  func() error { _, err := keyed.NewGCRA[string](algorithms.PerSecond(0), 1); return err },
+			"zero burst": func() error { _, err := keyed.NewGCRA[string](algorithms.PerSecond(1), 0); return err },
+			"invalid option": func() error {
+				_, err := keyed.NewGCRA[string](algorithms.PerSecond(1), 1, keyed.WithShards(-1))
+				return err
+			},
+		} {
+			assert.ErrorIs(t, bad(), permits.ErrInvalidConfig, name)
+		}
+	})
+}
+
+func ExampleNewGCRA() {
+	// 100 requests per minute per user, bursts of up to 100, as
+	// redislimit.NewKeyed(client, "rl:", algorithms.PerMinute(100), 100)
+	// would share it across processes.
+	l, err := keyed.NewGCRA[string](algorithms.PerMinute(100), 100)
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	_, q, err := l.TryAcquireQuota("alice", 60)
+	fmt.Println(err, q.Remaining, "left")
+	// Output:
+	// <nil> 40 left
+}
