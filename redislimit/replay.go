@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// A script call that gives back is idempotent: go-redis sends a command
+// A script call that gives back (a GCRA's give-back or Refund, a
+// Window's settlements and give-backs) is idempotent: go-redis sends a command
 // again when its connection drops before the reply (MaxRetries, 3 by
 // default), and a give-back that the first run applied would be refused
 // by the second (the key's value changed), so that the limiter would deal

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -148,4 +149,121 @@ func TestAGiveBackSentTwiceIsAppliedOnce(t *testing.T) {
 	ttl, err := c.PTTL(ctx, "{twice}:replay").Result()
 	require.NoError(t, err)
 	assert.InDelta(t, 10*time.Second, ttl, float64(time.Second), "kept for ARGV[11] ms")
+}
+
+// The window script run twice with the same call id, as go-redis's retry
+// runs it, answers the first run's reply and changes nothing: a
+// settlement the first run applied is not reported as settled before.
+func TestAWindowSettlementSentTwiceIsAppliedOnce(t *testing.T) {
+	c := redistest.Test(t).Client(t)
+	ctx := context.Background()
+	const t0 = int64(1_796_083_200_000_000)
+	// A limit of 10 in a window of 1 s.
+	eval := func(at int64, settles, reqs string, extra ...any) []any {
+		t.Helper()
+		args := append([]any{10, 1_000_000, at, settles, reqs, "", 0}, extra...)
+		keys := []string{"wtwice"}
+		if len(extra) > 0 {
+			keys = append(keys, "{wtwice}:replay")
+		}
+		v, err := c.Eval(ctx, redislimit.WindowScript, keys, args...).Slice()
+		require.NoError(t, err)
+		return v
+	}
+	first := eval(t0, "", "10:-1")
+	epoch, id := first[1].(int64), first[2].(int64)
+	settle := fmt.Sprintf("%d:%d:4:1", epoch, id) // used 4 of the 10
+	settled := eval(t0+1, settle, "6:0", "7", 10_000)
+	assert.Equal(t, int64(1), settled[4], "the settlement applied")
+	assert.Equal(t, t0+1, settled[5], "and the 6 it gave back admitted")
+	after, err := c.HGetAll(ctx, "wtwice").Result()
+	require.NoError(t, err)
+
+	again := eval(t0+1, settle, "6:0", "7", 10_000)
+	assert.Equal(t, settled, again, "the same reply, given back")
+	now, err := c.HGetAll(ctx, "wtwice").Result()
+	require.NoError(t, err)
+	assert.Equal(t, after, now, "and nothing changed")
+
+	other := eval(t0+1, settle, "1:0", "8", 10_000)
+	assert.Equal(t, int64(0), other[4], "another call finds it settled before")
+	assert.Less(t, other[5].(int64), int64(0), "and the window full")
+}
+
+// The bound of a Window under the same faults: callers that give up leave
+// reservations that go back with the next call, the proxy cuts every
+// third script call's reply and go-redis runs the call again; the grants,
+// at the instants Redis admitted them, never hold more than the limit in
+// any window. (What pins the replay itself is the script-level test
+// above: this run keeps the bound even without it, since its give-backs
+// reported gone only leave room unused.)
+func TestAWindowsBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
+	const (
+		limit   = 10
+		window  = 200 * time.Millisecond
+		callers = 32
+		run     = 1500 * time.Millisecond
+	)
+	s := redistest.Test(t)
+	p := s.Proxy(t)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr}) // go-redis's retries
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	var mu sync.Mutex
+	var grants []int64
+	w, err := redislimit.NewWindow(c, "wretried", algorithms.Rate{Count: limit, Per: window}, redislimit.WithProbeInterval(0),
+		redislimit.WithGrantHook(func(at, cost int64) {
+			mu.Lock()
+			grants = append(grants, at)
+			mu.Unlock()
+		}))
+	require.NoError(t, err)
+	_, err = w.TryAcquire(1) // loads the script before the cuts
+	require.NoError(t, err)
+	var n atomic.Int64
+	p.CutReplies(func(cmd []byte) bool {
+		return bytes.Contains(cmd, []byte("evalsha")) && n.Add(1)%3 == 0
+	})
+
+	runCtx, cancel := context.WithTimeout(ctx, run)
+	defer cancel()
+	var wg sync.WaitGroup
+	var other atomic.Int64
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 27))
+			for runCtx.Err() == nil {
+				cctx, stop := context.WithCancel(runCtx)
+				tm := time.AfterFunc(time.Duration(5+rng.IntN(100))*time.Millisecond, stop)
+				_, err := w.Acquire(cctx, 1)
+				tm.Stop()
+				stop()
+				if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, redislimit.ErrUnavailable) {
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, w.Close())
+
+	st := w.Stats()
+	require.Positive(t, p.Cuts(), "replies were cut")
+	require.Positive(t, st.GivenBack, "reservations were given back")
+	assert.Zero(t, other.Load(), "no error but a cancellation or Redis unavailable")
+	mu.Lock()
+	defer mu.Unlock()
+	sort.Slice(grants, func(i, j int) bool { return grants[i] < grants[j] })
+	worst, j := 0, 0
+	for i := range grants {
+		for grants[i]-grants[j] >= window.Microseconds() {
+			j++
+		}
+		worst = max(worst, i-j+1)
+	}
+	t.Logf("%d grants, %d replies cut, %d units given back, %d calls, most in one window: %d (limit %d)",
+		len(grants), p.Cuts(), st.GivenBack, st.Calls, worst, limit)
+	assert.LessOrEqual(t, worst, limit, "no window holds more than the limit")
 }

@@ -302,6 +302,12 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		}
 	}
 	kc.args = []any{e.args[0], e.args[1], "0", settles, reqs, string(buf), hold}
+	if settles != "" {
+		// A settlement or give-back applied twice would be reported as
+		// settled before, or as gone (replay.go).
+		kc.args = append(kc.args, e.nextCallID(), e.replayTTL())
+		kc.keys = []string{ks.name, e.replayKey(ks)}
+	}
 }
 
 // maxMoves bounds the reservations one call asks to move: each costs the

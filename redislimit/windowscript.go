@@ -57,6 +57,13 @@ import (
 //	         admitted (moves included), "0" for none; a pause never
 //	         shortens one before. It is the field "hold", and the key
 //	         lives until it is over.
+//	ARGV[8]  optional, with settlements: the call's id, unique among the
+//	         calling window's (replay.go)
+//	ARGV[9]  with ARGV[8]: how long to keep the reply, in ms
+//	KEYS[2]  with ARGV[8]: the calling window's replay key, in KEYS[1]'s
+//	         slot. A run that finds "id:" there answers the reply kept
+//	         after it and changes nothing; otherwise the reply is kept
+//	         there, after "id:", for ARGV[9] ms.
 //
 // The reply is {now, epoch, first, hold, s1, ..., m1, ..., r1, ...}: the
 // instant decided at (never before the one of the call before); the key's
@@ -74,6 +81,17 @@ if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local L, W = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
+local id = ARGV[8]
+if id then
+  -- A call run again by a client's retry answers its first run's reply.
+  id = id .. ':'
+  local kept = redis.call('GET', KEYS[2])
+  if kept and string.sub(kept, 1, #id) == id then
+    local t = {}
+    for x in string.gmatch(string.sub(kept, #id + 1), '%-?%d+') do t[#t + 1] = tonumber(x) end
+    return t
+  end
+end
 ` + luaNow + `
 local function str(x) return string.format('%d', x) end
 
@@ -235,6 +253,11 @@ if lo > hi and hold <= now then
 elseif changed or now > seen then
   redis.call('HSET', key, 'e', str(ep), 'lo', str(lo), 'hi', str(hi), 'tot', str(tot), 'last', str(last), 't', str(now), 'hold', str(hold))
   redis.call('PEXPIRE', key, str(math.floor((math.max(last + W, hold) - now) / 1000) + 1))
+end
+if id then
+  local kept = {}
+  for i, x in ipairs(out) do kept[i] = str(x) end
+  redis.call('SET', KEYS[2], id .. table.concat(kept, ','), 'PX', tonumber(ARGV[9]))
 end
 return out
 `
