@@ -60,30 +60,10 @@ func TestTheBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 
 	t0, err := admin.Time(ctx).Result()
 	require.NoError(t, err)
-	runCtx, cancel := context.WithTimeout(ctx, run)
-	defer cancel()
-	var wg sync.WaitGroup
-	var other atomic.Int64
-	for i := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i), 26))
-			for runCtx.Err() == nil {
-				// Cancelled rather than given a deadline: Redis reserves
-				// for it however far ahead, and its caller then gives up.
-				cctx, stop := context.WithCancel(runCtx)
-				tm := time.AfterFunc(time.Duration(5+rng.IntN(100))*time.Millisecond, stop)
-				_, err := l.Acquire(cctx, 1)
-				tm.Stop()
-				stop()
-				if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, redislimit.ErrUnavailable) {
-					other.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	other := givingUp(ctx, callers, run, 26, func(ctx context.Context) error {
+		_, err := l.Acquire(ctx, 1)
+		return err
+	})
 	require.NoError(t, l.Close())
 	t1, err := admin.Time(ctx).Result()
 	require.NoError(t, err)
@@ -91,7 +71,7 @@ func TestTheBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 	st := l.Stats()
 	require.Positive(t, p.Cuts(), "replies were cut")
 	require.Positive(t, st.GivenBack, "reservations were given back")
-	assert.Zero(t, other.Load(), "no error but a cancellation or Redis unavailable")
+	assert.Zero(t, other, "no error but a cancellation or Redis unavailable")
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Slice(grants, func(i, j int) bool { return grants[i] < grants[j] })
@@ -225,34 +205,16 @@ func TestAWindowsBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 		return bytes.Contains(cmd, []byte("evalsha")) && n.Add(1)%3 == 0
 	})
 
-	runCtx, cancel := context.WithTimeout(ctx, run)
-	defer cancel()
-	var wg sync.WaitGroup
-	var other atomic.Int64
-	for i := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i), 27))
-			for runCtx.Err() == nil {
-				cctx, stop := context.WithCancel(runCtx)
-				tm := time.AfterFunc(time.Duration(5+rng.IntN(100))*time.Millisecond, stop)
-				_, err := w.Acquire(cctx, 1)
-				tm.Stop()
-				stop()
-				if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, redislimit.ErrUnavailable) {
-					other.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	other := givingUp(ctx, callers, run, 27, func(ctx context.Context) error {
+		_, err := w.Acquire(ctx, 1)
+		return err
+	})
 	require.NoError(t, w.Close())
 
 	st := w.Stats()
 	require.Positive(t, p.Cuts(), "replies were cut")
 	require.Positive(t, st.GivenBack, "reservations were given back")
-	assert.Zero(t, other.Load(), "no error but a cancellation or Redis unavailable")
+	assert.Zero(t, other, "no error but a cancellation or Redis unavailable")
 	mu.Lock()
 	defer mu.Unlock()
 	sort.Slice(grants, func(i, j int) bool { return grants[i] < grants[j] })
@@ -266,4 +228,34 @@ func TestAWindowsBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 	t.Logf("%d grants, %d replies cut, %d units given back, %d calls, most in one window: %d (limit %d)",
 		len(grants), p.Cuts(), st.GivenBack, st.Calls, worst, limit)
 	assert.LessOrEqual(t, worst, limit, "no window holds more than the limit")
+}
+
+// givingUp runs callers that acquire in a loop for run, each giving up
+// after 5 to 105 ms (cancelled rather than given a deadline: Redis
+// reserves for it however far ahead, and its caller then gives up), and
+// returns how many errors were neither that nor Redis unavailable.
+func givingUp(ctx context.Context, callers int, run time.Duration, seed uint64, acquire func(context.Context) error) int64 {
+	runCtx, cancel := context.WithTimeout(ctx, run)
+	defer cancel()
+	var wg sync.WaitGroup
+	var other atomic.Int64
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), seed))
+			for runCtx.Err() == nil {
+				cctx, stop := context.WithCancel(runCtx)
+				tm := time.AfterFunc(time.Duration(5+rng.IntN(100))*time.Millisecond, stop)
+				err := acquire(cctx)
+				tm.Stop()
+				stop()
+				if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, redislimit.ErrUnavailable) {
+					other.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return other.Load()
 }
