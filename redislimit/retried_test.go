@@ -42,21 +42,12 @@ func TestTheBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	admin := s.Client(t)
 	ctx := context.Background()
-	var mu sync.Mutex
-	var grants []int64
-	l, err := redislimit.New(c, "retried", algorithms.PerSecond(perSec), burst, redislimit.WithProbeInterval(0),
-		redislimit.WithGrantHook(func(at, cost int64) {
-			mu.Lock()
-			grants = append(grants, at)
-			mu.Unlock()
-		}))
+	var log grantLog
+	l, err := redislimit.New(c, "retried", algorithms.PerSecond(perSec), burst, redislimit.WithProbeInterval(0), log.hook())
 	require.NoError(t, err)
 	_, err = l.TryAcquire(1) // loads the script before the cuts
 	require.NoError(t, err)
-	var n atomic.Int64
-	p.CutReplies(func(cmd []byte) bool {
-		return bytes.Contains(cmd, []byte("evalsha")) && n.Add(1)%3 == 0
-	})
+	cutEveryThirdCall(p)
 
 	t0, err := admin.Time(ctx).Result()
 	require.NoError(t, err)
@@ -72,9 +63,7 @@ func TestTheBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 	require.Positive(t, p.Cuts(), "replies were cut")
 	require.Positive(t, st.GivenBack, "reservations were given back")
 	assert.Zero(t, other, "no error but a cancellation or Redis unavailable")
-	mu.Lock()
-	defer mu.Unlock()
-	sort.Slice(grants, func(i, j int) bool { return grants[i] < grants[j] })
+	grants := log.sorted()
 	excess := 0
 	for i := range grants {
 		for j := i; j < len(grants); j++ {
@@ -189,21 +178,12 @@ func TestAWindowsBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: p.Addr}) // go-redis's retries
 	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
-	var mu sync.Mutex
-	var grants []int64
-	w, err := redislimit.NewWindow(c, "wretried", algorithms.Rate{Count: limit, Per: window}, redislimit.WithProbeInterval(0),
-		redislimit.WithGrantHook(func(at, cost int64) {
-			mu.Lock()
-			grants = append(grants, at)
-			mu.Unlock()
-		}))
+	var log grantLog
+	w, err := redislimit.NewWindow(c, "wretried", algorithms.Rate{Count: limit, Per: window}, redislimit.WithProbeInterval(0), log.hook())
 	require.NoError(t, err)
 	_, err = w.TryAcquire(1) // loads the script before the cuts
 	require.NoError(t, err)
-	var n atomic.Int64
-	p.CutReplies(func(cmd []byte) bool {
-		return bytes.Contains(cmd, []byte("evalsha")) && n.Add(1)%3 == 0
-	})
+	cutEveryThirdCall(p)
 
 	other := givingUp(ctx, callers, run, 27, func(ctx context.Context) error {
 		_, err := w.Acquire(ctx, 1)
@@ -215,9 +195,7 @@ func TestAWindowsBoundHoldsWhenScriptRepliesAreCutAndRetried(t *testing.T) {
 	require.Positive(t, p.Cuts(), "replies were cut")
 	require.Positive(t, st.GivenBack, "reservations were given back")
 	assert.Zero(t, other, "no error but a cancellation or Redis unavailable")
-	mu.Lock()
-	defer mu.Unlock()
-	sort.Slice(grants, func(i, j int) bool { return grants[i] < grants[j] })
+	grants := log.sorted()
 	worst, j := 0, 0
 	for i := range grants {
 		for grants[i]-grants[j] >= window.Microseconds() {
@@ -258,4 +236,34 @@ func givingUp(ctx context.Context, callers int, run time.Duration, seed uint64, 
 	}
 	wg.Wait()
 	return other.Load()
+}
+
+// grantLog keeps the instants at which Redis admitted a limiter's grants.
+type grantLog struct {
+	mu sync.Mutex
+	at []int64
+}
+
+func (g *grantLog) hook() redislimit.Option {
+	return redislimit.WithGrantHook(func(at, _ int64) {
+		g.mu.Lock()
+		g.at = append(g.at, at)
+		g.mu.Unlock()
+	})
+}
+
+// sorted returns the instants in order; the limiter must be closed.
+func (g *grantLog) sorted() []int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sort.Slice(g.at, func(i, j int) bool { return g.at[i] < g.at[j] })
+	return g.at
+}
+
+// cutEveryThirdCall makes p cut the reply of every third script call.
+func cutEveryThirdCall(p *redistest.Proxy) {
+	var n atomic.Int64
+	p.CutReplies(func(cmd []byte) bool {
+		return bytes.Contains(cmd, []byte("evalsha")) && n.Add(1)%3 == 0
+	})
 }
