@@ -1,7 +1,7 @@
 // Package redislimit is a rate limit shared by many processes: GCRA whose
 // state lives in Redis (or Valkey), decided by one Lua script in integer
 // microseconds at Redis's clock, with the semantics of sluice's in-process
-// limiter (actor.MustNew(algorithms.NewGCRA(rate, burst))): FIFO waiting per
+// limiter (actor.New(algorithms.NewGCRA(rate, burst))): FIFO waiting per
 // process, exact RetryAfter, deadlines refused at once, cancellation that
 // gives capacity back, and the errors of package permits.
 //

@@ -13,7 +13,7 @@ import (
 
 // Limiter is a GCRA rate limit whose state lives in Redis, shared by every
 // process that uses the same key, rate and burst. It has the semantics of
-// actor.MustNew(algorithms.NewGCRA(rate, burst)) in one process: waiters are
+// actor.New(algorithms.NewGCRA(rate, burst)) in one process: waiters are
 // granted in FIFO order (per process) at their scheduled instants, a cost
 // above the burst fails at once and is never sent, a cancelled waiter
 // gives its capacity back, and the errors are the same.

@@ -122,7 +122,7 @@ func play(lim permits.Limiter, evs []event) []result {
 
 // TestBehavesAsTheInProcessGCRA plays random scripts of Acquires with and
 // without deadlines, TryAcquires and (with unit costs) cancellations at
-// distinct instants against a Limiter and against actor.MustNew(GCRA) on the
+// distinct instants against a Limiter and against actor.New(GCRA) on the
 // same clock, and requires the same outcome for every caller, grants at
 // the same instant to within the microsecond Redis counts in, exact Stats,
 // and the GCRA bound on the Limiter's grants over every window.

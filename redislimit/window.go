@@ -24,7 +24,7 @@ import (
 // admitted since, since taking an amount out of one admission never makes
 // any window hold more.
 //
-// It has the semantics of actor.MustNew(algorithms.NewSlidingWindow(limit)) in
+// It has the semantics of actor.New(algorithms.NewSlidingWindow(limit)) in
 // one process, and the protocol of Limiter: the owner sends the requests
 // of every caller waiting at once as one script call, which admits them in
 // order at Redis's clock, now or at a reserved instant ahead (when enough

@@ -25,7 +25,7 @@ import (
 // due either gets the grant, or its reservation is handed on or given
 // back: it is never consumed by nobody. Here another process asks for the
 // whole window right after that instant: if the waiter did not get its
-// grant, the room is free (actor.MustNew(SlidingWindow) grants a waiter whose
+// grant, the room is free (actor.New(SlidingWindow) grants a waiter whose
 // deadline is the instant of its grant; redislimit may instead cancel it,
 // but then nothing of it may stay counted).
 func TestWindowEdgeCancelAtTheInstantOfTheGrantLosesNoRoom(t *testing.T) {
@@ -123,7 +123,7 @@ func TestWindowEdgeCancelWinningTheRaceAtItsInstantHandsTheSlotOn(t *testing.T) 
 
 // A waiter handed a larger reservation than its cost counts only its cost:
 // the rest of the room is another caller's, as in
-// actor.MustNew(SlidingWindow), where the waiter behind is admitted for its
+// actor.New(SlidingWindow), where the waiter behind is admitted for its
 // own cost.
 func TestWindowEdgeHandedOnReservationCountsOnlyTheCost(t *testing.T) {
 	inBubble(t, func(t *testing.T, c *redis.Client) {

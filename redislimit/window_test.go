@@ -290,7 +290,7 @@ func TestWindowFailOpenUsesTheLocalShare(t *testing.T) {
 
 // TestWindowBehavesAsTheInProcessSlidingWindow plays random scripts of
 // Acquires with and without deadlines and TryAcquires at distinct instants
-// against a Window and against actor.MustNew(SlidingWindow) on the same
+// against a Window and against actor.New(SlidingWindow) on the same
 // clock, and requires the same outcome for every caller and grants at the
 // same instant to within the microsecond Redis counts in.
 func TestWindowBehavesAsTheInProcessSlidingWindow(t *testing.T) {
