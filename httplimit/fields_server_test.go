@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/keyed"
 )
 
 // everyone keys every request alike: a global limit.
@@ -37,6 +38,32 @@ func TestStackedLimitsEachAddTheirMember(t *testing.T) {
 		assert.Equal(t, []string{"global", "per-ip"}, []string{limits[0].Name, limits[1].Name})
 		assert.Equal(t, int64(99-i), limits[0].Remaining, "the global limit counted both")
 		assert.Equal(t, int64(0), limits[1].Remaining)
+	}
+}
+
+// The X-RateLimit fields hold one limit: with limits stacked, the one
+// with the least remaining, whichever of the two is inside. Before, the
+// inner limit's fields overwrote the outer's.
+func TestStackedXRateLimitFieldsSayTheTighterLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		outer, inner  *keyed.Limiter[string]
+		wantLimit     string
+		wantRemaining string
+	}{
+		{"outer tighter", gcraLimiter(t, algorithms.PerHour(2), 2), gcraLimiter(t, algorithms.PerMinute(100), 100), "2", "1"},
+		{"inner tighter", gcraLimiter(t, algorithms.PerMinute(100), 100), gcraLimiter(t, algorithms.PerHour(2), 2), "2", "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := httplimit.Middleware(tc.inner, byIP(t), httplimit.WithPolicy("inner"), httplimit.WithXRateLimitFields())(ok)
+			srv := httptest.NewServer(httplimit.Middleware(tc.outer, everyone, httplimit.WithPolicy("outer"), httplimit.WithXRateLimitFields())(inner))
+			defer srv.Close()
+			resp, _ := get(t, srv.Client(), srv.URL, nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []string{tc.wantLimit}, resp.Header.Values("X-RateLimit-Limit"))
+			assert.Equal(t, []string{tc.wantRemaining}, resp.Header.Values("X-RateLimit-Remaining"))
+			assert.Len(t, resp.Header.Values("X-RateLimit-Reset"), 1)
+		})
 	}
 }
 

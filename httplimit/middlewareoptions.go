@@ -59,7 +59,10 @@ func ExemptPeers(cidrs ...string) (func(*http.Request) bool, error) {
 	}, nil
 }
 
-// setXFields sets the X-RateLimit-* fields for q.
+// setXFields sets the X-RateLimit-* fields for q, unless a limit stacked
+// outside this one set them with less remaining (or as little, for
+// longer): these fields hold one limit, and a client that reads them must
+// see the one that will stop it first.
 func (m *middleware) setXFields(h http.Header, q permits.Quota, refused bool) {
 	t := effectiveWindow(q)
 	if refused {
@@ -70,7 +73,27 @@ func (m *middleware) setXFields(h http.Header, q permits.Quota, refused bool) {
 	if reset.Nanosecond() > 0 {
 		secs++
 	}
+	remaining := max(q.Remaining, 0)
+	if tighter(h, remaining, secs) {
+		return
+	}
 	h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(q.Limit, 10)}
-	h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(max(q.Remaining, 0), 10)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(remaining, 10)}
 	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(secs, 10)}
+}
+
+// tighter reports whether h already holds X-RateLimit fields of a limit
+// that stops a client no later than one with remaining left until secs.
+func tighter(h http.Header, remaining, secs int64) bool {
+	r, rok := h["X-Ratelimit-Remaining"]
+	s, sok := h["X-Ratelimit-Reset"]
+	if !rok || !sok || len(r) != 1 || len(s) != 1 {
+		return false
+	}
+	had, err1 := strconv.ParseInt(r[0], 10, 64)
+	until, err2 := strconv.ParseInt(s[0], 10, 64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return had < remaining || had == remaining && until >= secs
 }
