@@ -14,7 +14,7 @@ func (r *runtime) check(cost, capacity int64) error {
 		return permits.InvalidCost(cost)
 	case cost > capacity:
 		return permits.CostExceedsCapacity(cost, capacity)
-	case r.closed.Load():
+	case r.o.Closed():
 		return permits.ErrClosed
 	}
 	return nil

@@ -101,7 +101,7 @@ func (c *ownerStallClock) NewTimer(d time.Duration) actor.Timer { return lateClo
 // inOwner reports whether the calling goroutine is a limiter's owner.
 func inOwner() bool {
 	buf := make([]byte, 4096)
-	return bytes.Contains(buf[:runtime.Stack(buf, false)], []byte("actor.(*runtime).loop"))
+	return bytes.Contains(buf[:runtime.Stack(buf, false)], []byte("internal/owner.(*Owner[...]).run("))
 }
 
 // An arrival the owner has not decided yet is never passed by the fast

@@ -101,7 +101,7 @@ func (l *Limiter) Lane(name string, weight int, opts ...LaneOption) (*Lane, erro
 	if err := checkLane(name, weight, cfg.priority); err != nil {
 		return nil, err
 	}
-	if l.rt.closed.Load() {
+	if l.rt.o.Closed() {
 		return nil, permits.ErrClosed
 	}
 	if s := l.rate.lanes.Load(); s != nil {
@@ -202,7 +202,7 @@ func (l *Limiter) SetPriorityFloor(share float64) error {
 	if !(share >= 0 && share <= 0.5) {
 		return configerr.Errorf("actor", "priority floor must be in [0, 0.5], got %v", share)
 	}
-	if l.rt.closed.Load() {
+	if l.rt.o.Closed() {
 		return permits.ErrClosed
 	}
 	s := l.lanesOnce()

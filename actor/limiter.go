@@ -238,7 +238,7 @@ func (l *Limiter) Wait(ctx context.Context) error {
 func (l *Limiter) Allow() bool { return l.allow(nil) }
 
 func (l *Limiter) allow(ln *Lane) bool {
-	if l.rt.closed.Load() {
+	if l.rt.o.Closed() {
 		return false
 	}
 	if _, ok, _, decided := l.fast(1); decided {
@@ -285,7 +285,7 @@ func (l *Limiter) fastGrant(cost int64) (d algorithms.Decision, now time.Time, d
 // request, in order, and answers behind them). count says to count the
 // refusal in Stats (false for a probe).
 func (l *Limiter) behind(count bool) (time.Duration, bool) {
-	if l.rt.state.Load() != stWaiting || l.rt.inbox.Load() != nil {
+	if l.rt.state.Load() != stWaiting || !l.rt.o.Empty() {
 		return 0, false
 	}
 	wait := time.Duration(l.rt.tail.Load() - l.rt.stamp())
@@ -369,8 +369,8 @@ func (r *runtime) stats() Stats {
 }
 
 // idle reports whether the owner holds nothing, so that the fast path may
-// decide. The inbox is read before the state (inbox.go).
-func (r *runtime) idle() bool { return r.inbox.Load() == nil && r.state.Load() == stIdle }
+// decide. The inbox is read before the state (internal/owner/inbox.go).
+func (r *runtime) idle() bool { return r.o.Empty() && r.state.Load() == stIdle }
 
 // A Limiter and a Lane answer permits.All's probes (internal/probe).
 func init() {

@@ -358,7 +358,7 @@ func TestCloseReturnsAfterTheGoroutineExits(t *testing.T) {
 // ownerLoops counts the goroutines running an owner's loop.
 func ownerLoops() int {
 	buf := make([]byte, 1<<20)
-	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "actor.(*runtime).loop(")
+	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "internal/owner.(*Owner[...]).run(")
 }
 
 func TestManyGoroutinesAchieveTheRate(t *testing.T) {

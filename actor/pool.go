@@ -159,7 +159,7 @@ func (p *Pool) ReleasePermit(pm permits.Permit) {
 	if w&poolGate != 0 {
 		// Someone waits: the owner must decide on the head again. The
 		// units are already back; the poke carries nothing.
-		p.rt.poke()
+		p.rt.o.Poke()
 	}
 	if t := pm.Token(); t != nil {
 		p.tokens.Put(t)

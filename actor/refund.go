@@ -27,7 +27,7 @@ func (l *Limiter) Refund(g permits.Grant) bool {
 		return false
 	}
 	r := l.rt
-	if r.closed.Load() {
+	if r.o.Closed() {
 		return false
 	}
 	c := r.newCallFor(context.Background(), opRefund, g.Cost(), r.stamp(), false)

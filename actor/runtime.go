@@ -1,7 +1,6 @@
 package actor
 
 import (
-	"context"
 	"math"
 	"runtime/pprof"
 	"sync"
@@ -9,65 +8,41 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/owner"
 	"github.com/sluicehq/sluice/internal/sat"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
-// runtime is the owner of one limiter: one goroutine that takes requests
-// from its inbox in batches, keeps the FIFO of waiters, arms one timer for
-// the head, and answers each caller on its own reply channel. Everything
-// below the inbox is touched by that goroutine only, so none of it needs a
-// lock. What it owns (a rate, a pool) plugs in as a policy.
-//
-// Requests reach the owner through one lock-free stack (inbox.go): every
-// arrival, whatever path it takes, has one place in one order. The owner
-// wakes on a channel of capacity one, so an idle limiter holds no mailbox.
+// runtime is the owner of one limiter, plugged into the core's loop
+// (internal/owner: the inbox, the round trip, the batch, the timer): it
+// keeps the FIFO of waiters (or the lanes) and decides each request.
+// Everything below the inbox is touched by the owner goroutine only, so
+// none of it needs a lock. What it owns (a rate, a pool) plugs in as a
+// policy.
 type runtime struct {
 	cfg   config
 	pol   policy
 	epoch time.Time // instants are ns since it on the owner's clock
-	done  chan struct{}
-	once  sync.Once
 	calls sync.Pool
-
-	closed atomic.Bool
-	wake   chan struct{} // capacity 1: a token means "look at the inbox"
-
-	// inbox holds requests newest first, linked through call.next;
-	// cancels holds cancellations, linked through call.cancelNext. The
-	// owner takes both at once, cancellations first (inbox.go). Callers
-	// write them; they have a cache line of their own, apart from what the
-	// owner writes and callers only read.
-	_       [64]byte
-	inbox   atomic.Pointer[call]
-	cancels atomic.Pointer[call]
-	_       [48]byte
+	o     owner.Owner[*call] // the inbox, the round trip, the loop, the timer
 
 	// state is what the owner publishes to the lock-free paths: stIdle
 	// (nothing to do, the fast path may decide), stBusy (handling requests:
 	// the fast path must not pass them) or stWaiting (waiters queued:
-	// refuse at once, with RetryAfter from tail). sleep says whether the
-	// owner is awake, parked, or parked with its timer armed (inbox.go).
-	state  atomic.Int32
-	sleep  atomic.Int32
-	poked  atomic.Bool  // a change the owner must look at that the inbox does not carry (a pool's release)
-	tail   atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
-	_      [40]byte
-	hookPk atomic.Pointer[func(queued int)] // tests: called by the owner before it parks
+	// refuse at once, with RetryAfter from tail).
+	state atomic.Int32
+	tail  atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
+	_     [48]byte
 
 	granted, rejected, canceled, refunded counter
 	waiting                               atomic.Int64 // Acquires sent whose callers have not returned
-	wakes                                 atomic.Int64 // owner wake-ups, for tests
 
 	// owned by the loop
 	q       scheduler.Queue[*call] // the waiters, until the first lane
 	lanes   *laneSet               // from the first lane on: the waiters in fair order (waiters.go)
-	timer   Timer
-	armedAt int64
-	armed   bool
-	last    int64 // the latest instant read: the owner's time never runs back
-	arrived int64 // the latest arrival stamp queued: arrivals keep their order in time
-	paused  int64 // no grant before this instant (Pause)
+	last    int64                  // the latest instant read: the owner's time never runs back
+	arrived int64                  // the latest arrival stamp queued: arrivals keep their order in time
+	paused  int64                  // no grant before this instant (Pause)
 	expiry  expiryList
 }
 
@@ -124,16 +99,18 @@ const (
 	opFloor  // the share the lower priorities keep (lane.go)
 )
 
-type status uint8
+// status is a call's answer: the core's (internal/owner), and the actor's
+// own from owner.Custom.
+type status = owner.Status
 
 const (
-	stGranted  status = iota + 1
-	stLimited         // refused; n holds RetryAfter
-	stDeadline        // refused because the deadline is before the grant
-	stClosed
-	stCanceled
-	stRefused  // a refund that gave nothing back, a settlement refused
-	stTooLarge // the cost no longer fits the capacity; n holds the capacity
+	stGranted  = owner.Granted
+	stLimited  = owner.Limited  // refused; n holds RetryAfter
+	stDeadline = owner.Deadline // refused because the deadline is before the grant
+	stClosed   = owner.Closed
+	stCanceled = owner.Canceled
+	stRefused  = owner.Custom     // a refund that gave nothing back, a settlement refused
+	stTooLarge = owner.Custom + 1 // the cost no longer fits the capacity; n holds the capacity
 )
 
 // call is one caller's round trip: its request, its reply channel and its
@@ -144,26 +121,20 @@ const (
 // Every waiter holds one while it waits, so its size is the heap a waiter
 // costs beside its reply channel.
 type call struct {
-	reply      chan struct{} // capacity 2: the answer, and a cancellation's acknowledgement
-	node       scheduler.Node[*call]
-	next       *call // the inbox's link
-	cancelNext *call // the cancellation stack's link
-	extra      *callExtra
-	lane       *Lane // the lane asked, or nil for the limiter itself
-	arrival    int64 // the caller's clock when it sent, ns on the timeline
-	cancelAt   int64 // the caller's clock when it gave up
-	deadline   int64
-	n          int64  // stGranted: the instant granted at; stLimited, stDeadline: RetryAfter in ns
-	gen        uint32 // counts the call's stays in the queue (expiry.go)
-	op         op
-	status     status
-	hasDL      bool
-	waited     bool // stGranted: granted from the queue, not on arrival
-	wantRc     bool // stGranted: copy the algorithm's receipt into extra
-	wantQuota  bool // opTry: report what remains (extra.remaining, extra.reset)
-	inBatch    bool // owner: taken in the batch being served, not yet handled
-	cancelled  bool // owner: its cancellation came in the same batch (see batch)
-	probe      bool // opTry on permits.All's behalf: a refusal is not counted (internal/probe)
+	owner.Call[*call] // the reply channel, the inbox's links, the status
+	node              scheduler.Node[*call]
+	extra             *callExtra
+	lane              *Lane // the lane asked, or nil for the limiter itself
+	arrival           int64 // the caller's clock when it sent, ns on the timeline
+	deadline          int64
+	n                 int64  // stGranted: the instant granted at; stLimited, stDeadline: RetryAfter in ns
+	gen               uint32 // counts the call's stays in the queue (expiry.go)
+	op                op
+	hasDL             bool
+	waited            bool // stGranted: granted from the queue, not on arrival
+	wantRc            bool // stGranted: copy the algorithm's receipt into extra
+	wantQuota         bool // opTry: report what remains (extra.remaining, extra.reset)
+	probe             bool // opTry on permits.All's behalf: a refusal is not counted (internal/probe)
 }
 
 // callExtra holds what only refunds, refundable grants and tuning requests
@@ -190,8 +161,8 @@ func (c *call) ext() *callExtra {
 
 // result reads what the owner wrote into c.
 func (c *call) result() result {
-	res := result{status: c.status, waited: c.waited}
-	if c.status == stGranted {
+	res := result{status: c.Status, waited: c.waited}
+	if c.Status == stGranted {
 		res.at = c.n
 		if c.wantRc {
 			res.rc = c.extra.rc
@@ -212,7 +183,8 @@ func (c *call) result() result {
 // a channel made inside a testing/synctest bubble must not be used outside
 // it, and a limiter lives in one bubble.
 func newCall() any {
-	c := &call{reply: make(chan struct{}, 2)}
+	c := new(call)
+	c.Init(c)
 	c.node.Value = c
 	return c
 }
@@ -230,17 +202,10 @@ type result struct {
 }
 
 func newRuntime(cfg config, pol policy, labels pprof.LabelSet) *runtime {
-	r := &runtime{
-		cfg:   cfg,
-		pol:   pol,
-		epoch: cfg.clock.Now(),
-		done:  make(chan struct{}),
-		wake:  make(chan struct{}, 1),
-	}
+	r := &runtime{cfg: cfg, pol: pol, epoch: cfg.clock.Now()}
 	r.calls.New = newCall
-	// The owner runs under pprof labels, so that a goroutine dump, and a
-	// goleak report with GODEBUG=tracebacklabels=1, names the limiter.
-	go pprof.Do(context.Background(), labels, func(context.Context) { r.loop() })
+	r.o.Init(r.stamp, func(d time.Duration) owner.Timer { return cfg.clock.NewTimer(d) })
+	r.o.Start(labels, r)
 	return r
 }
 
@@ -276,90 +241,49 @@ func (r *runtime) arrivalStamp() int64 {
 	return r.stamp()
 }
 
-func (r *runtime) loop() {
-	defer close(r.done)
-	var timerC <-chan time.Time
-	for {
-		if !r.pending() {
-			r.park(timerC)
-		}
-		r.wakes.Add(1)
-		// Before taking the inbox: a fast-path caller that then finds the
-		// inbox empty also finds the owner busy, and stays off the state
-		// the owner is about to decide on.
-		r.state.Store(stBusy)
-		if r.poked.Load() {
-			r.poked.Store(false) // before deciding: a later poke is seen at the next park
-		}
-		if r.closed.Load() {
-			r.shutdown()
-			return
-		}
-		now := r.now() // one clock read per batch
-		cancels, arrivals := r.take()
-		r.batch(cancels, arrivals, now)
-		timerC = r.schedule(now)
+// Wake opens a wake-up (owner.Plugin): the fast path is closed before the
+// clock is read and the inbox taken, so a fast-path caller that then finds
+// the inbox empty also finds the owner busy, and stays off the state the
+// owner is about to decide on.
+func (r *runtime) Wake(bool) int64 {
+	r.state.Store(stBusy)
+	return r.now() // one clock read per batch
+}
+
+// Cancel removes a waiter whose caller gave up at at (owner.Plugin). It
+// grants first what was due by then: a deadline at the very instant of its
+// grant gets the grant, and a head the cancellation promotes is due from
+// then.
+func (r *runtime) Cancel(oc *owner.Call[*call], at, _ int64) {
+	r.expiry.expire(at, r)
+	r.grantDue(at)
+	if r.cancel(oc.Self) {
+		// The room it leaves is there from at, not before: an arrival of
+		// this batch that came earlier was behind it until then, and is
+		// judged from then (admit).
+		r.arrived = max(r.arrived, at)
 	}
 }
 
-// batch serves what one take found, cancellations first: an arrival is
-// judged against what is left once the waiters that gave up are gone, not
-// behind them (a deadline or WithMaxWait it would miss behind a waiter
-// whose cancellation sits in the same batch, a TryAcquire refused for
-// room that cancellation gave back). A cancellation of a request in this
-// very batch (its caller gave up before the owner saw it) cannot be
-// handled before its request: the request is marked, and answered as
-// cancelled when its turn comes, without a decision.
-func (r *runtime) batch(cancels, arrivals *call, now int64) {
-	if cancels != nil { // most batches have none: no pass over the arrivals then
-		for c := arrivals; c != nil; c = c.next {
-			c.inBatch = true
-		}
+// Withdraw answers a request cancelled in its own batch (owner.Plugin).
+func (r *runtime) Withdraw(oc *owner.Call[*call], _ int64) {
+	r.canceled.add(1)
+	r.reply(oc.Self, stCanceled, 0)
+}
+
+// Handle serves one request taken from the inbox (owner.Plugin).
+func (r *runtime) Handle(oc *owner.Call[*call], now int64) {
+	c := oc.Self
+	if (c.op == opAcquire || c.op == opTry) && r.queueLen() > 0 {
+		// Heads that fell due by its arrival go first, at their due
+		// instants: a late owner must neither let the arrival pass them
+		// (a lane's newcomer) nor count them against it (MaxQueue, the
+		// prediction).
+		at := r.arrivalOf(c, now)
+		r.expiry.expire(at, r)
+		r.grantDue(at)
 	}
-	for c := cancels; c != nil; {
-		next := c.cancelNext
-		if c.inBatch {
-			c.cancelled = true
-		} else {
-			// Grant first what was due by the time the caller gave up: a
-			// deadline at the very instant of its grant gets the grant,
-			// and a head the cancellation promotes is due from then.
-			at := min(max(c.cancelAt, 0), now)
-			r.expiry.expire(at, r)
-			r.grantDue(at)
-			if r.cancel(c) {
-				// The room it leaves is there from at, not before: an
-				// arrival of this batch that came earlier was behind it
-				// until then, and is judged from then (admit).
-				r.arrived = max(r.arrived, at)
-			}
-		}
-		c = next
-	}
-	for c := arrivals; c != nil; {
-		next := c.next
-		c.inBatch = false
-		switch {
-		case c.cancelled:
-			c.cancelled = false
-			r.canceled.add(1)
-			r.reply(c, stCanceled, 0)
-		case c.op == opAcquire || c.op == opTry:
-			// Heads that fell due by its arrival go first, at their due
-			// instants: a late owner must neither let the arrival pass
-			// them (a lane's newcomer) nor count them against it
-			// (MaxQueue, the prediction).
-			if r.queueLen() > 0 {
-				at := r.arrivalOf(c, now)
-				r.expiry.expire(at, r)
-				r.grantDue(at)
-			}
-			r.admit(c, now)
-		default:
-			r.handle(c, now)
-		}
-		c = next
-	}
+	r.handle(c, now)
 }
 
 // handle serves one request taken from the inbox.
@@ -391,28 +315,64 @@ func (r *runtime) cancel(c *call) bool {
 		r.reply(c, stCanceled, 0)
 		return true
 	}
-	c.reply <- struct{}{} // the acknowledgement of an answer sent before
+	c.Signal() // the acknowledgement of an answer sent before
 	return false
 }
 
 func (r *runtime) admit(c *call, now int64) {
-	if t, ok := r.pol.(tuner); ok {
-		// The caller checked the cost against the capacity it read; a
-		// SetBurst (or a window's new limit) handled just before this
-		// request may have lowered it since.
-		if capacity := t.capacity(); c.node.Cost > capacity {
-			r.reply(c, stTooLarge, capacity)
-			return
-		}
+	if r.overCapacity(c) {
+		return
 	}
-	try := c.op == opTry
 	at := r.arrivalOf(c, now)
-	var grant int64
-	var known bool
+	grant, known, granted := r.judge(c, now, at)
+	if granted {
+		return
+	}
+	floor := r.floorOf(grant, known, now, at)
+	if c.wantQuota && (r.queueLen() > 0 || at < r.paused) {
+		x := c.ext()
+		x.remaining, x.reset = 0, floor // behind the queue or a pause: nothing remains until then
+	}
+	var ln *Lane // read before any reply: an answered call is the caller's to reuse
+	if r.lanes != nil {
+		ln = r.lanes.laneOf(c)
+	}
+	if r.queueOrRefuse(c, at, now, grant, floor, known) {
+		return
+	}
+	switch {
+	case r.lanes != nil:
+		r.lanes.dropped(ln)
+	case r.q.Len() > 0:
+		r.pol.dropped()
+	}
+}
+
+// overCapacity refuses c if its cost no longer fits: the caller checked
+// the cost against the capacity it read, and a SetBurst (or a window's new
+// limit) handled just before this request may have lowered it since.
+func (r *runtime) overCapacity(c *call) bool {
+	t, ok := r.pol.(tuner)
+	if !ok {
+		return false
+	}
+	if capacity := t.capacity(); c.node.Cost > capacity {
+		r.reply(c, stTooLarge, capacity)
+		return true
+	}
+	return false
+}
+
+// judge grants c at once if the queue is empty and the policy admits it
+// (granted); otherwise it predicts when c would be granted (grant, known
+// false when it cannot tell).
+func (r *runtime) judge(c *call, now, at int64) (grant int64, known, granted bool) {
+	try := c.op == opTry
 	switch {
 	case r.queueLen() == 0 && at < r.paused:
 		// Paused: nothing before the pause ends; the head's instant (the
 		// end of the pause) bounds the wait from below.
+		return 0, false, false
 	case r.queueLen() == 0:
 		ok, retry := r.pol.admit(at, c.node.Cost, !try)
 		if c.wantQuota {
@@ -422,40 +382,43 @@ func (r *runtime) admit(c *call, now int64) {
 		if ok {
 			c.waited = false
 			r.grant(c, at)
-			return
+			return 0, false, true
 		}
-		grant, known = retry, retry != 0
-	default:
-		need := try || c.hasDL || r.cfg.maxWait >= 0 || r.cfg.maxQueue > 0
-		if r.lanes != nil {
-			grant, known = r.lanes.predictFor(c, now, at, try, need)
-		} else {
-			grant, known = r.pol.predict(&r.q, now, at, c.node.Cost, need)
-		}
+		return retry, retry != 0, false
 	}
-	// Without a prediction, the head's due instant (or the end of a pause)
-	// is a lower bound on any wait behind it: refuse what even that cannot
-	// meet. With lanes a newcomer may go before the head: only the latest
-	// grant, a pause and its arrival bound it.
-	floor := grant
+	need := try || c.hasDL || r.cfg.maxWait >= 0 || r.cfg.maxQueue > 0
+	if r.lanes != nil {
+		grant, known = r.lanes.predictFor(c, now, at, try, need)
+	} else {
+		grant, known = r.pol.predict(&r.q, now, at, c.node.Cost, need)
+	}
+	return grant, known, false
+}
+
+// floorOf is the earliest instant c could be granted at. Without a
+// prediction, the head's due instant (or the end of a pause) is a lower
+// bound on any wait behind it: refuse what even that cannot meet. With
+// lanes a newcomer may go before the head: only the latest grant, a pause
+// and its arrival bound it.
+func (r *runtime) floorOf(grant int64, known bool, now, at int64) int64 {
 	switch {
 	case known:
+		return grant
 	case r.lanes != nil:
-		floor = max(r.lanes.floor(at), r.paused)
+		return max(r.lanes.floor(at), r.paused)
 	default:
-		floor = max(r.q.Due(now), r.paused, now+1)
+		return max(r.q.Due(now), r.paused, now+1)
 	}
+}
+
+// queueOrRefuse queues c, or refuses it when it may not wait (a
+// TryAcquire, a full queue) or cannot be granted in time (WithMaxWait
+// counted from its arrival, its deadline). It reports whether c was
+// queued.
+func (r *runtime) queueOrRefuse(c *call, at, now, grant, floor int64, known bool) bool {
 	wait := floor - now
-	if c.wantQuota && r.queueLen() > 0 || c.wantQuota && at < r.paused {
-		x := c.ext()
-		x.remaining, x.reset = 0, floor // behind the queue or a pause: nothing remains until then
-	}
-	var ln *Lane // read before any reply: an answered call is the caller's to reuse
-	if r.lanes != nil {
-		ln = r.lanes.laneOf(c)
-	}
 	switch {
-	case try:
+	case c.op == opTry:
 		r.refuse(c, stLimited, wait)
 	case r.cfg.maxQueue > 0 && r.queueLen() >= r.cfg.maxQueue:
 		r.refuse(c, stLimited, wait)
@@ -464,33 +427,33 @@ func (r *runtime) admit(c *call, now int64) {
 	case c.hasDL && floor > c.deadline:
 		r.refuse(c, stDeadline, wait)
 	default:
-		c.node.Arrival = at
-		r.arrived = at
-		c.gen++ // a new stay in the queue: entries about an earlier one are stale
-		r.push(c)
-		if r.lanes != nil {
-			r.lanes.queued(c, grant, known)
-			if r.cfg.maxWait >= 0 {
-				// A lane's prediction is a lower bound: the owner
-				// enforces the bound (laneset.go).
-				r.expiry.add(c, sat.After(at, r.cfg.maxWait))
-			}
-			return
-		}
-		if known {
-			r.pol.queued(grant, c.node.Cost)
-		} else if r.cfg.maxWait >= 0 {
-			// Nobody can tell when it will be granted: the owner expires
-			// it when its wait runs out (expiry.go).
+		r.enqueue(c, at, grant, known)
+		return true
+	}
+	return false
+}
+
+// enqueue queues c, arrived at at, to be granted at grant when known.
+func (r *runtime) enqueue(c *call, at, grant int64, known bool) {
+	c.node.Arrival = at
+	r.arrived = at
+	c.gen++ // a new stay in the queue: entries about an earlier one are stale
+	r.push(c)
+	if r.lanes != nil {
+		r.lanes.queued(c, grant, known)
+		if r.cfg.maxWait >= 0 {
+			// A lane's prediction is a lower bound: the owner enforces
+			// the bound (laneset.go).
 			r.expiry.add(c, sat.After(at, r.cfg.maxWait))
 		}
 		return
 	}
-	switch {
-	case r.lanes != nil:
-		r.lanes.dropped(ln)
-	case r.q.Len() > 0:
-		r.pol.dropped()
+	if known {
+		r.pol.queued(grant, c.node.Cost)
+	} else if r.cfg.maxWait >= 0 {
+		// Nobody can tell when it will be granted: the owner expires it
+		// when its wait runs out (expiry.go).
+		r.expiry.add(c, sat.After(at, r.cfg.maxWait))
 	}
 }
 
@@ -525,8 +488,8 @@ func (r *runtime) grant(c *call, at int64) {
 // the instant granted at; for a refusal, the RetryAfter in ns. The counters
 // are updated before, so that they are exact when the caller returns.
 func (r *runtime) reply(c *call, s status, n int64) {
-	c.status, c.n = s, n
-	c.reply <- struct{}{}
+	c.Status, c.n = s, n
+	c.Signal()
 }
 
 // schedule grants every due head, expires waiters whose wait ran out, keeps
@@ -539,8 +502,7 @@ func (r *runtime) reply(c *call, s status, n int64) {
 // once, so that no grant is delivered later than max(its scheduled instant,
 // the moment the owner is free again). The timer is armed from a fresh
 // reading too, so a stall never makes the next wake-up late as well.
-func (r *runtime) schedule(now int64) <-chan time.Time {
-	var wake int64
+func (r *runtime) Schedule(now int64) (wake, at int64) {
 	for {
 		r.expiry.expire(now, r)
 		wake = r.grantDue(now)
@@ -564,31 +526,8 @@ func (r *runtime) schedule(now int64) <-chan time.Time {
 			r.lanes.idle()
 		}
 	}
-	r.arm(wake, now)
 	r.publish(wake, now)
-	if !r.armed {
-		return nil
-	}
-	return r.timer.C()
-}
-
-// arm keeps the one timer armed for wake (0: none), from now.
-func (r *runtime) arm(wake, now int64) {
-	switch {
-	case wake == 0:
-		if r.armed {
-			r.timer.Stop()
-			r.armed = false
-		}
-		return
-	case r.armed && wake == r.armedAt:
-		return
-	case r.timer == nil:
-		r.timer = r.cfg.clock.NewTimer(time.Duration(wake - now))
-	default:
-		r.timer.Reset(time.Duration(wake - now))
-	}
-	r.armed, r.armedAt = true, wake
+	return wake, now // the core arms the timer from this fresh reading
 }
 
 // publish tells the lock-free paths what they may do until the owner next
@@ -621,14 +560,14 @@ func (r *runtime) publish(wake, now int64) {
 	r.state.Store(stWaiting)
 }
 
-// owner adapts the runtime to scheduler.Owner without exporting methods.
-type owner struct{ r *runtime }
+// queueOwner adapts the runtime to scheduler.Owner without exporting methods.
+type queueOwner struct{ r *runtime }
 
-func (o owner) Decide(at, cost int64) (bool, int64) { return o.r.pol.decide(at, cost) }
+func (o queueOwner) Decide(at, cost int64) (bool, int64) { return o.r.pol.decide(at, cost) }
 
 // Granted answers a waiter with the instant it was granted at (its
 // scheduled instant), which a refund needs.
-func (o owner) Granted(n *scheduler.Node[*call], at int64) {
+func (o queueOwner) Granted(n *scheduler.Node[*call], at int64) {
 	c := n.Value
 	c.waited = true
 	if o.r.lanes != nil {

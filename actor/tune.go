@@ -50,7 +50,7 @@ func (l *Limiter) tune(rate algorithms.Rate, burst int64) error {
 	if _, ok := l.rate.alg.(algorithms.Tunable); !ok {
 		return fmt.Errorf("%w: %T", ErrNotTunable, l.rate.alg)
 	}
-	if l.rt.closed.Load() {
+	if l.rt.o.Closed() {
 		return permits.ErrClosed
 	}
 	c := l.rt.newCallFor(context.Background(), opTune, 0, l.rt.stamp(), false)
@@ -71,7 +71,7 @@ func (l *Limiter) tune(rate algorithms.Rate, burst int64) error {
 // includes the pause. An instant already past changes nothing. It returns
 // once the owner has applied it, or permits.ErrClosed.
 func (l *Limiter) Pause(until time.Time) error {
-	if l.rt.closed.Load() {
+	if l.rt.o.Closed() {
 		return permits.ErrClosed
 	}
 	c := l.rt.newCallFor(context.Background(), opPause, 0, l.rt.stamp(), false)
@@ -102,7 +102,7 @@ func (l *Limiter) Settle(g permits.Grant, actual int64) error {
 	if _, ok := l.rate.alg.(algorithms.Settler); !ok {
 		return fmt.Errorf("%w: %T cannot settle", permits.ErrUnknownGrant, l.rate.alg)
 	}
-	if l.rt.closed.Load() {
+	if l.rt.o.Closed() {
 		return permits.ErrClosed
 	}
 	c := l.rt.newCallFor(context.Background(), opSettle, g.Cost(), l.rt.stamp(), false)

@@ -18,9 +18,9 @@ func (r *runtime) queueLen() int {
 // grantDue grants every waiter due by now and returns the next wake-up.
 func (r *runtime) grantDue(now int64) int64 {
 	if r.lanes == nil {
-		return r.q.Grant(now, owner{r})
+		return r.q.Grant(now, queueOwner{r})
 	}
-	return r.lanes.fair.Grant(now, owner{r})
+	return r.lanes.fair.Grant(now, queueOwner{r})
 }
 
 // due is the instant the head would next be considered (0: no waiters).

@@ -130,9 +130,7 @@ func (s *shard[K]) create(key K, h uint64, cost int64, full, wait bool, now time
 		closed = false // the cell whose gate the caller closed went with the key
 		now = s.l.cfg.clock.Now()
 		sl, tag = s.newKey(h, alg, now)
-		if !s.bornFlag.Swap(true) {
-			s.kick()
-		}
+		s.o.Poke() // the owner learns of the new key (shard.Wake)
 	}
 	return s.decideLocked(sl, tag, h, cost, full, wait, now, closed)
 }
@@ -206,7 +204,7 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 			// Refused at once with what the owner published, if that is
 			// honest: a tail it knows, still ahead, and nothing in the
 			// shard's inbox it has not counted. Else the owner answers.
-			if wait := time.Duration(w.tail.Load() - s.l.stamp()); wait > 0 && s.inbox.Load() == nil {
+			if wait := time.Duration(w.tail.Load() - s.l.stamp()); wait > 0 && s.o.Empty() {
 				return attempt[K]{e: e, verdict: vBehind, wait: wait}, nil
 			}
 			return s.pin(e, time.Time{}), nil

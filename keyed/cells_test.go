@@ -188,8 +188,7 @@ func TestAPinnedKeyIsNeverDropped(t *testing.T) {
 		l := newLimiter(t, c.new)
 		_, err := l.TryAcquire("k", 1)
 		require.NoError(t, err)
-		e := keyed.Entry(l, "k")
-		keyed.PinRaw[string](e)
+		e := keyed.Pinned(l, "k")
 		time.Sleep(time.Second) // full at 100ms, and swept many times since
 		synctest.Wait()
 		assert.Equal(t, 1, l.Stats().Keys, "the pinned key stays")

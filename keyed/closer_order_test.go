@@ -111,7 +111,7 @@ func (t realTimer) Stop() bool                 { return t.t.Stop() }
 
 func inShardOwner() bool {
 	buf := make([]byte, 4096)
-	return bytes.Contains(buf[:runtime.Stack(buf, false)], []byte(").loop("))
+	return bytes.Contains(buf[:runtime.Stack(buf, false)], []byte("internal/owner.(*Owner[...]).run("))
 }
 
 // A shard's owner handles the cancellations it takes before the arrivals

@@ -114,6 +114,27 @@ func Pin[K comparable](l *Limiter[K], e any) (gone bool) {
 // pinned it under the lock and is on its way to the owner.
 func PinRaw[K comparable](e any) { e.(*entry[K]).word.Add(pinStep) }
 
+// Pinned returns key's entry pinned, as by a caller on its way to the
+// owner: promoted and pinned under the shard's lock, so that the owner
+// cannot give the entry back between the two.
+func Pinned[K comparable](l *Limiter[K], key K) any {
+	s, h, _ := l.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, tag := s.tab.Load().find(ident(h))
+	if sl == nil {
+		return nil
+	}
+	var e *entry[K]
+	if tag&fSide == 0 {
+		e = s.promote(sl, h)
+	} else {
+		e = s.entryOf(tag)
+	}
+	e.word.Add(pinStep)
+	return e
+}
+
 // SendPinned sends the request of a caller that pinned e, for cost, to the
 // owner, as TryAcquire does, and returns its error.
 func SendPinned[K comparable](l *Limiter[K], e any, cost int64) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/owner"
 	"github.com/sluicehq/sluice/internal/quota"
 	"github.com/sluicehq/sluice/permits"
 )
@@ -84,11 +85,11 @@ func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Opt
 	l.typed = holdsInterface(reflect.TypeFor[K]())
 	l.shards = make([]*shard[K], cfg.shards)
 	for i := range l.shards {
-		s := &shard[K]{l: l, idx: i, wake: make(chan struct{}, 1), done: make(chan struct{}), sw: sweep{due: never, started: math.MinInt64 / 2}}
+		s := &shard[K]{l: l, idx: i, sw: sweep{due: never, started: math.MinInt64 / 2}}
 		s.tab.Store(newTable(minSlots))
 		l.shards[i] = s
-		labels := pprof.Labels("sluice.limiter", cfg.name, "sluice.shard", strconv.Itoa(i))
-		go pprof.Do(context.Background(), labels, func(context.Context) { s.loop() })
+		s.o.Init(l.stamp, func(d time.Duration) owner.Timer { return cfg.clock.NewTimer(d) })
+		s.o.Start(pprof.Labels("sluice.limiter", cfg.name, "sluice.shard", strconv.Itoa(i)), s)
 	}
 	return l, nil
 }
@@ -219,7 +220,7 @@ func (s *shard[K]) decided(a attempt[K], cost int64, full bool) (permits.Permit,
 func (s *shard[K]) answer(ctx context.Context, c *call[K], e *entry[K], cost int64) (permits.Permit, permits.Quota, error) {
 	tmpl := s.template(e)
 	q := permits.Quota{Limit: tmpl.Capacity(), Remaining: c.remaining, Reset: time.Duration(c.reset), Next: time.Duration(c.nextUnit), Window: quota.Window(tmpl)}
-	st, n := c.status, c.n
+	st, n := c.Status, c.n
 	s.recycle(c)
 	switch st {
 	case stGranted:
@@ -259,11 +260,11 @@ func (l *Limiter[K]) Close() error {
 	l.once.Do(func() {
 		l.closed.Store(true)
 		for _, s := range l.shards {
-			s.kick()
+			s.o.Stop()
 		}
 	})
 	for _, s := range l.shards {
-		<-s.done
+		<-s.o.Done()
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/owner"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -28,19 +29,12 @@ type shard[K comparable] struct {
 	tombs int                  // under mu: tab's slots of dropped keys
 	side  map[uint64]*entry[K] // under mu: the keys with an entry, by tag (see entry)
 
-	inbox    atomic.Pointer[call[K]]
-	cancels  atomic.Pointer[call[K]]
-	bornFlag atomic.Bool // keys were made since the owner last looked
-	wake     chan struct{}
-	done     chan struct{}
-	calls    sync.Pool
+	o     owner.Owner[*call[K]] // the inbox, the round trip, the loop, the timer; a poke: keys were made
+	calls sync.Pool
 
 	// owner
-	heap     []*entry[K] // min-heap on due: the waiting keys
-	sw       sweep       // the passes over the table that drop the keys back at full capacity
-	timer    Timer
-	armed    bool
-	armedAt  int64
+	heap     []*entry[K]         // min-heap on due: the waiting keys
+	sw       sweep               // the passes over the table that drop the keys back at full capacity
 	last     int64               // the latest instant read: the owner's time never runs back
 	granting algorithms.Decision // the decision of the grant being made
 	outbox   []*call[K]          // answered, to be signalled once the key is settled (see reply)
@@ -71,76 +65,43 @@ func (s *shard[K]) now() int64 {
 	return s.last
 }
 
-func (s *shard[K]) loop() {
-	defer close(s.done)
-	var timerC <-chan time.Time
-	for {
-		if !s.pending() {
-			s.park(timerC)
-		}
-		if s.l.closed.Load() {
-			s.shutdown()
-			return
-		}
-		now := s.now() // one clock read per batch
-		s.adopt(now)
-		cancels, arrivals := s.take()
-		s.batch(cancels, arrivals, now)
-		timerC = s.schedule(now)
-	}
-}
-
-// batch serves what one take found, cancellations first, as actor's
-// owner does (actor/runtime.go, batch): an arrival is judged against what
-// is left once the waiters that gave up are gone, not behind them. A
-// cancellation of a request in this very batch cannot be handled before
-// its request: the request is marked, and answered as cancelled when its
-// turn comes, without a decision.
-func (s *shard[K]) batch(cancels, arrivals *call[K], now int64) {
-	if cancels != nil {
-		for c := arrivals; c != nil; c = c.next {
-			c.inBatch = true
-		}
-	}
-	for c := cancels; c != nil; {
-		next := c.cancelNext
-		if c.inBatch {
-			c.cancelled = true
-		} else {
-			// Grant first what was due by the time the caller gave up: a
-			// deadline at the very instant of its grant gets the grant.
-			s.grantDue(c.e, min(max(c.cancelAt, 0), now))
-			s.cancel(c, now)
-			s.flush()
-		}
-		c = next
-	}
-	for c := arrivals; c != nil; {
-		next := c.next
-		c.inBatch = false
-		if c.cancelled {
-			c.cancelled = false
-			e, closer := c.e, c.closer
-			s.canceled.Add(1)
-			s.reply(c, stCanceled, 0)
-			if closer {
-				s.closerGone(e, now)
-			}
-		} else {
-			s.handle(c, now)
-		}
-		s.flush()
-		c = next
-	}
-}
-
-// adopt has the owner sweep soon after keys were made, so that it learns
-// when they will be full: the decision their first caller made is in
-// their state already.
-func (s *shard[K]) adopt(now int64) {
-	if s.bornFlag.Swap(false) {
+// Wake opens a wake-up (owner.Plugin). After keys were made (a poke), the
+// owner sweeps soon, so that it learns when they will be full: the
+// decision their first caller made is in their state already.
+func (s *shard[K]) Wake(poked bool) int64 {
+	now := s.now() // one clock read per batch
+	if poked {
 		s.soon(now)
 	}
+	return now
+}
+
+// Cancel removes a waiter whose caller gave up at at (owner.Plugin),
+// granting first what was due by then: a deadline at the very instant of
+// its grant gets the grant.
+func (s *shard[K]) Cancel(oc *owner.Call[*call[K]], at, now int64) {
+	c := oc.Self
+	s.grantDue(c.e, at)
+	s.cancel(c, now)
+	s.flush()
+}
+
+// Withdraw answers a request cancelled in its own batch (owner.Plugin).
+func (s *shard[K]) Withdraw(oc *owner.Call[*call[K]], now int64) {
+	c := oc.Self
+	e, closer := c.e, c.closer
+	s.canceled.Add(1)
+	s.reply(c, stCanceled, 0)
+	if closer {
+		s.closerGone(e, now)
+	}
+	s.flush()
+}
+
+// Handle serves one request taken from the inbox (owner.Plugin).
+func (s *shard[K]) Handle(oc *owner.Call[*call[K]], now int64) {
+	s.handle(oc.Self, now)
+	s.flush()
 }
 
 // handle serves one request taken from the inbox.
@@ -160,54 +121,81 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	// before its key's promotion, on its way here (see attempt), unless it
 	// is c's own: held keeps it closed, and c's answer reopens it.
 	held := w == nil && !c.closer && s.held(e)
-	if capacity := s.capacity(e); c.node.Cost > capacity {
-		// The caller checked the cost against the capacity it read; a
-		// SetBurst handled just before this request may have lowered it.
-		s.reply(c, stTooLarge, capacity)
-		if w == nil {
-			s.leave(e, held, now)
+	switch {
+	case s.overCapacity(c, e, w, held, now):
+	case held || w != nil && w.awaiting:
+		s.behindOneOnItsWay(c, e, w, now)
+	default:
+		at := min(c.arrival, now) // none is in the future
+		if w != nil {
+			at = min(max(at, w.arrived), now) // arrivals keep their order in time
 		}
-		return
+		if grant, known, granted := s.judge(c, e, w, at, now, held); !granted {
+			s.queueOrRefuse(c, e, w, at, now, grant, known, held)
+		}
 	}
-	try := c.op == opTry
-	if !try && (held || w != nil && w.awaiting) {
+}
+
+// overCapacity refuses c if its cost no longer fits the key: the caller
+// checked the cost against the capacity it read, and a SetBurst handled
+// just before this request may have lowered it.
+func (s *shard[K]) overCapacity(c *call[K], e *entry[K], w *waiters[K], held bool, now int64) bool {
+	capacity := s.capacity(e)
+	if c.node.Cost <= capacity {
+		return false
+	}
+	s.reply(c, stTooLarge, capacity)
+	if w == nil {
+		s.leave(e, held, now)
+	}
+	return true
+}
+
+// behindOneOnItsWay serves c while the key waits for an Acquire on its way
+// that closed the gate (see attempt): an Acquire waits behind it,
+// undecided (await); a TryAcquire is refused as if that one were queued
+// already.
+func (s *shard[K]) behindOneOnItsWay(c *call[K], e *entry[K], w *waiters[K], now int64) {
+	if c.op != opTry {
 		s.await(e, c, now)
 		return
 	}
-	if try && (held || w != nil && w.awaiting) {
-		// Behind that Acquire, as if it were queued already.
-		wait := time.Duration(1) // a lower bound: a key made its own meanwhile (SetRate) cannot tell
-		if e.isCell() {
-			wait, _ = s.cells().WaitBehindAt(&e.cell, s.l.t(now), c.node.Cost)
-		}
-		c.remaining, c.reset = 0, int64(wait)
-		s.refuse(c, stLimited, int64(wait))
-		if w == nil {
-			s.settle(e, now)
-		}
-		return
+	wait := time.Duration(1) // a lower bound: a key made its own meanwhile (SetRate) cannot tell
+	if e.isCell() {
+		wait, _ = s.cells().WaitBehindAt(&e.cell, s.l.t(now), c.node.Cost)
 	}
-	at := min(c.arrival, now) // none is in the future
-	if w != nil {
-		at = min(max(at, w.arrived), now) // arrivals keep their order in time
-	}
-	cost := c.node.Cost
-	var grant int64
-	var known bool
+	c.remaining, c.reset = 0, int64(wait)
+	s.refuse(c, stLimited, int64(wait))
 	if w == nil {
-		d := s.allow(e, at, cost, !try) // a waiter closes the fast path
-		if d.Allowed {
-			s.grant(c, at, d)
-			s.leave(e, held, now)
-			return
-		}
-		c.remaining, c.reset, c.nextUnit = d.Remaining, s.l.ns(d.ResetAt)-now, s.l.until(d.NextAt, now)
-		grant, known = max(s.l.ns(d.RetryAt), at+1), true
-	} else {
-		need := try || c.hasDL || s.l.cfg.maxWait >= 0 || s.l.cfg.maxQueue > 0
-		grant, known = w.predict(s, e, now, at, cost, need)
-		c.remaining = 0
+		s.settle(e, now)
 	}
+}
+
+// judge grants c, arrived at at, at once if nobody waits on its key and
+// the algorithm admits it (granted); otherwise it predicts when c would
+// be granted (grant; known false when it cannot tell).
+func (s *shard[K]) judge(c *call[K], e *entry[K], w *waiters[K], at, now int64, held bool) (grant int64, known, granted bool) {
+	try := c.op == opTry
+	if w != nil {
+		need := try || c.hasDL || s.l.cfg.maxWait >= 0 || s.l.cfg.maxQueue > 0
+		grant, known = w.predict(s, e, now, at, c.node.Cost, need)
+		c.remaining = 0
+		return grant, known, false
+	}
+	d := s.allow(e, at, c.node.Cost, !try) // a waiter closes the fast path
+	if d.Allowed {
+		s.grant(c, at, d)
+		s.leave(e, held, now)
+		return 0, false, true
+	}
+	c.remaining, c.reset, c.nextUnit = d.Remaining, s.l.ns(d.ResetAt)-now, s.l.until(d.NextAt, now)
+	return max(s.l.ns(d.RetryAt), at+1), true, false
+}
+
+// queueOrRefuse queues c on its key, or refuses it when it may not wait
+// (a TryAcquire, a full queue) or cannot be granted in time (WithMaxWait
+// counted from its arrival, its deadline).
+func (s *shard[K]) queueOrRefuse(c *call[K], e *entry[K], w *waiters[K], at, now, grant int64, known, held bool) {
 	// Without a prediction, the head's due instant is a lower bound on any
 	// wait behind it: refuse what even that cannot meet.
 	floor := grant
@@ -219,7 +207,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		c.reset = wait
 	}
 	switch {
-	case try:
+	case c.op == opTry:
 		s.refuse(c, stLimited, wait)
 	case s.l.cfg.maxQueue > 0 && w != nil && w.q.Len() >= s.l.cfg.maxQueue:
 		s.refuse(c, stLimited, wait)
@@ -228,18 +216,7 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	case c.hasDL && floor > c.deadline:
 		s.refuse(c, stDeadline, wait)
 	default:
-		if w == nil {
-			w = new(waiters[K])
-			e.setWaiters(w)
-		}
-		c.node.Arrival = at
-		w.arrived = at
-		w.q.Push(&c.node)
-		if known {
-			w.queued(s, grant, cost)
-		}
-		w.publish(max(grant, w.q.Due(now)))
-		s.watch(e, w.q.Due(now))
+		s.enqueue(c, e, w, at, now, grant, known)
 		return
 	}
 	if w != nil {
@@ -250,6 +227,23 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	// Refused on a queue that stayed empty: the denial may have closed the
 	// gate, which nobody waiting must leave closed.
 	s.leave(e, held, now)
+}
+
+// enqueue queues c, arrived at at, on its key, to be granted at grant
+// when known.
+func (s *shard[K]) enqueue(c *call[K], e *entry[K], w *waiters[K], at, now, grant int64, known bool) {
+	if w == nil {
+		w = new(waiters[K])
+		e.setWaiters(w)
+	}
+	c.node.Arrival = at
+	w.arrived = at
+	w.q.Push(&c.node)
+	if known {
+		w.queued(s, grant, c.node.Cost)
+	}
+	w.publish(max(grant, w.q.Due(now)))
+	s.watch(e, w.q.Due(now))
 }
 
 // await queues Acquire c, undecided, behind the Acquire on its way that
@@ -338,7 +332,7 @@ func (s *shard[K]) reply(c *call[K], st status, n int64) {
 		s.l.waiting.Add(-1)
 	}
 	c.e.unpin()
-	c.status, c.n = st, n
+	c.Status, c.n = st, n
 	s.outbox = append(s.outbox, c)
 }
 
@@ -349,7 +343,7 @@ func (s *shard[K]) ack(c *call[K]) { s.outbox = append(s.outbox, c) }
 // flush signals every caller answered since the last flush, in order.
 func (s *shard[K]) flush() {
 	for i, c := range s.outbox {
-		c.reply <- struct{}{}
+		c.Signal()
 		s.outbox[i] = nil
 	}
 	s.outbox = s.outbox[:0]
@@ -436,7 +430,7 @@ func (s *shard[K]) settle(e *entry[K], now int64) {
 // on. The clock is read again after every pass over the heap, so a slow
 // pass never makes a grant later than the moment the owner is free again,
 // and the timer is armed from a fresh reading.
-func (s *shard[K]) schedule(now int64) <-chan time.Time {
+func (s *shard[K]) Schedule(now int64) (wake, at int64) {
 	for {
 		s.runDue(now)
 		fresh := s.now()
@@ -450,15 +444,11 @@ func (s *shard[K]) schedule(now int64) <-chan time.Time {
 	if c := cap(s.heap); c >= shrinkFrom && len(s.heap) <= c/4 {
 		s.heap = append(make([]*entry[K], 0, 2*len(s.heap)), s.heap...)
 	}
-	wake := s.nextPass()
+	wake = s.nextPass()
 	if len(s.heap) > 0 && (wake == 0 || s.heap[0].due < wake) {
 		wake = s.heap[0].due
 	}
-	s.arm(wake, now)
-	if !s.armed {
-		return nil
-	}
-	return s.timer.C()
+	return wake, now // the core arms the timer from this fresh reading
 }
 
 // runDue grants the due heads of every waiting key due by now.
@@ -501,33 +491,10 @@ func (s *shard[K]) full(e *entry[K], now int64) int64 {
 // heap that has emptied to a quarter of its peak.
 const shrinkFrom = 64
 
-// arm keeps the one timer armed for wake (0: none), from now.
-func (s *shard[K]) arm(wake, now int64) {
-	switch {
-	case wake == 0:
-		if s.armed {
-			s.timer.Stop()
-			s.armed = false
-		}
-		return
-	case s.armed && wake == s.armedAt:
-		return
-	case s.timer == nil:
-		s.timer = s.l.cfg.clock.NewTimer(time.Duration(wake - now))
-	default:
-		s.timer.Reset(time.Duration(wake - now))
-	}
-	s.armed, s.armedAt = true, wake
-}
-
-// shutdown fails every waiter and every request still in the inbox with
-// ErrClosed and acknowledges cancellations, so that no caller waits on an
-// owner that is gone.
-func (s *shard[K]) shutdown() {
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	s.armed = false
+// Shutdown fails every waiter and every request still in the inbox with
+// ErrClosed (owner.Plugin); the core then acknowledges the cancellations,
+// so that no caller waits on an owner that is gone.
+func (s *shard[K]) Shutdown(left *owner.Call[*call[K]]) {
 	s.mu.RLock()
 	for _, e := range s.side {
 		if w := e.waiters(); w != nil {
@@ -537,16 +504,8 @@ func (s *shard[K]) shutdown() {
 		}
 	}
 	s.mu.RUnlock()
-	cancels, arrivals := s.take()
-	for c := arrivals; c != nil; {
-		next := c.next
-		s.reply(c, stClosed, 0)
-		c = next
-	}
-	for c := cancels; c != nil; {
-		next := c.cancelNext
-		s.ack(c)
-		c = next
+	for c := left; c != nil; c = c.Next() {
+		s.reply(c.Self, stClosed, 0) // signalled by the flush, after the loop
 	}
 	s.flush()
 }

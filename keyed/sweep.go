@@ -95,7 +95,7 @@ func (s *shard[K]) sweep(now int64) {
 			s.soon(s.sw.acc)
 			return
 		}
-		if s.pending() {
+		if s.o.Pending() {
 			return
 		}
 		now = s.now()

@@ -81,7 +81,7 @@ func (l *Limiter[K]) tune(key K, rate algorithms.Rate, burst int64) error {
 	x := &tuning{rate: rate, burst: burst}
 	c.tune = x
 	c = s.roundTrip(context.Background(), c)
-	st := c.status
+	st := c.Status
 	s.recycle(c)
 	if st == stClosed {
 		return permits.ErrClosed

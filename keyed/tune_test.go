@@ -102,8 +102,7 @@ func TestSetBurstFailsWaitersThatNoLongerFit(t *testing.T) {
 		g := newGrants()
 		var wg sync.WaitGroup
 		queue(&wg, l, "k", g, seq(0, 3), nil, 2, 4, 1)
-		e := keyed.Entry(l, "k")
-		keyed.PinRaw[string](e) // a caller that checked 4 against the burst of 5
+		e := keyed.Pinned(l, "k") // a caller that checked 4 against the burst of 5
 		require.NoError(t, l.SetBurst("k", 3))
 		assert.ErrorIs(t, keyed.AcquirePinned(l, e, 4), permits.ErrCostExceedsCapacity)
 		wg.Wait()
