@@ -211,7 +211,7 @@ func (s *shard[K]) queueOrRefuse(c *call[K], e *entry[K], w *waiters[K], at, now
 		s.refuse(c, stLimited, wait)
 	case s.l.cfg.maxQueue > 0 && w != nil && w.q.Len() >= s.l.cfg.maxQueue:
 		s.refuse(c, stLimited, wait)
-	case s.l.cfg.maxWait >= 0 && wait > int64(s.l.cfg.maxWait):
+	case s.l.cfg.maxWait >= 0 && floor-at > int64(s.l.cfg.maxWait): // counted from its arrival
 		s.refuse(c, stLimited, wait)
 	case c.hasDL && floor > c.deadline:
 		s.refuse(c, stDeadline, wait)
