@@ -4,8 +4,12 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // A Collector is a prometheus.Collector of sluice's metrics for a fixed
 // set of sources: register it with a prometheus.Registerer, unregister it
-// to stop. It is safe for concurrent use.
-type Collector struct{ sources []Source }
+// to stop. Several Collectors register side by side in one registry, as
+// long as their sources' names differ. It is safe for concurrent use.
+type Collector struct {
+	descs   []*prometheus.Desc
+	collect []func(chan<- prometheus.Metric)
+}
 
 var _ prometheus.Collector = (*Collector)(nil)
 
@@ -20,35 +24,48 @@ var _ prometheus.Collector = (*Collector)(nil)
 // a limiter's Stats loads a few atomic counters; a breaker's Snapshot and
 // a budget's Stats take their lock, as any call does.
 func NewCollector(sources ...Source) (*Collector, error) {
-	if len(sources) == 0 {
-		return nil, invalid("NewCollector needs at least one source")
+	if err := check(sources); err != nil {
+		return nil, err
 	}
-	seen := make(map[[2]string]bool, len(sources))
-	for _, s := range sources {
-		switch id := [2]string{s.kind, s.name}; {
-		case s.err != nil:
-			return nil, s.err
-		case s.collect == nil:
-			return nil, invalid("a Source made without Limiter, Keyed, Pool, Breaker or Budget")
-		case seen[id]:
-			return nil, invalid("two sources of kind %s named %q: their series would be one", s.kind, s.name)
-		default:
-			seen[id] = true
-		}
+	c := &Collector{}
+	for i := range sources {
+		descs, collect := sources[i].bind(&sources[i])
+		c.descs = append(c.descs, descs...)
+		c.collect = append(c.collect, collect)
 	}
-	return &Collector{sources: append([]Source(nil), sources...)}, nil
+	return c, nil
 }
 
-// Describe sends the descriptors of every metric a Collector may send.
+// Describe sends the descriptors of every metric the Collector sends.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range allDescs {
+	for _, d := range c.descs {
 		ch <- d
 	}
 }
 
 // Collect reads every source once and sends its metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	for i := range c.sources {
-		c.sources[i].collect(&c.sources[i], ch)
+	for _, collect := range c.collect {
+		collect(ch)
 	}
+}
+
+func check(sources []Source) error {
+	if len(sources) == 0 {
+		return invalid("NewCollector needs at least one source")
+	}
+	seen := make(map[[2]string]bool, len(sources))
+	for _, s := range sources {
+		switch id := [2]string{s.kind, s.name}; {
+		case s.err != nil:
+			return s.err
+		case s.bind == nil:
+			return invalid("a Source made without Limiter, Keyed, Pool, Breaker or Budget")
+		case seen[id]:
+			return invalid("two sources of kind %s named %q: their series would be one", s.kind, s.name)
+		default:
+			seen[id] = true
+		}
+	}
+	return nil
 }

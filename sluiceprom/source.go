@@ -4,8 +4,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/actor"
-	"github.com/sluicehq/sluice/breaker"
-	"github.com/sluicehq/sluice/budget"
 	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
@@ -15,11 +13,13 @@ import (
 // a limiter, a pool, a breaker or a retry budget. Make one with Limiter,
 // Keyed, Pool, Breaker or Budget.
 type Source struct {
-	kind    string // "limiter", "breaker" or "budget": names are unique per kind
-	name    string
-	alg     string
-	err     error // reported by NewCollector
-	collect func(s *Source, ch chan<- prometheus.Metric)
+	kind string // "limiter", "breaker" or "budget": names are unique per kind
+	name string
+	alg  string
+	err  error // reported by NewCollector
+	// bind makes the source's descriptors and returns them with the
+	// function that sends its metrics at a scrape.
+	bind func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric))
 }
 
 // A SourceOption configures a limiter's Source.
@@ -42,7 +42,11 @@ func Algorithm(name string) SourceOption { return algorithmOption(name) }
 // empty.
 func Limiter(name string, stats func() permits.Stats, opts ...SourceOption) Source {
 	s := limiterSource(name, stats == nil, opts)
-	s.collect = func(s *Source, ch chan<- prometheus.Metric) { s.stats(ch, stats()) }
+	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
+		d := s.limiterDescs()
+		lim := newLimiterMetrics(d)
+		return d.all, func(ch chan<- prometheus.Metric) { lim.send(ch, stats()) }
+	}
 	return s
 }
 
@@ -50,10 +54,14 @@ func Limiter(name string, stats func() permits.Stats, opts ...SourceOption) Sour
 // observes, over every key, and the number of live keys.
 func Keyed(name string, stats func() keyed.Stats, opts ...SourceOption) Source {
 	s := limiterSource(name, stats == nil, opts)
-	s.collect = func(s *Source, ch chan<- prometheus.Metric) {
-		st := stats()
-		s.stats(ch, st.Stats)
-		ch <- s.limiterMetric(keys, prometheus.GaugeValue, float64(st.Keys))
+	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
+		d := s.limiterDescs()
+		lim, nKeys := newLimiterMetrics(d), d.of(keys)
+		return d.all, func(ch chan<- prometheus.Metric) {
+			st := stats()
+			lim.send(ch, st.Stats)
+			ch <- gauge(nKeys, int64(st.Keys))
+		}
 	}
 	return s
 }
@@ -62,11 +70,15 @@ func Keyed(name string, stats func() keyed.Stats, opts ...SourceOption) Source {
 // and the units the pool holds now and its size.
 func Pool(name string, stats func() actor.PoolStats, opts ...SourceOption) Source {
 	s := limiterSource(name, stats == nil, opts)
-	s.collect = func(s *Source, ch chan<- prometheus.Metric) {
-		st := stats()
-		s.stats(ch, st.Stats)
-		ch <- s.limiterMetric(poolUsage, prometheus.GaugeValue, float64(st.InFlight))
-		ch <- s.limiterMetric(poolLimit, prometheus.GaugeValue, float64(st.Size))
+	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
+		d := s.limiterDescs()
+		lim, usage, limit := newLimiterMetrics(d), d.of(poolUsage), d.of(poolLimit)
+		return d.all, func(ch chan<- prometheus.Metric) {
+			st := stats()
+			lim.send(ch, st.Stats)
+			ch <- gauge(usage, st.InFlight)
+			ch <- gauge(limit, st.Size)
+		}
 	}
 	return s
 }
@@ -87,67 +99,31 @@ func limiterSource(name string, nilStats bool, opts []SourceOption) Source {
 	return s
 }
 
-// stats sends the counters every limiter keeps.
-func (s *Source) stats(ch chan<- prometheus.Metric, st permits.Stats) {
-	ch <- s.limiterMetric(granted, prometheus.CounterValue, float64(st.Granted))
-	ch <- s.limiterMetric(rejected, prometheus.CounterValue, float64(st.Rejected))
-	ch <- s.limiterMetric(refunded, prometheus.CounterValue, float64(st.Refunded))
-	ch <- s.limiterMetric(canceled, prometheus.CounterValue, float64(st.Canceled))
-	ch <- s.limiterMetric(waiting, prometheus.GaugeValue, float64(st.Waiting))
+func (s *Source) limiterDescs() *descs {
+	return &descs{labels: prometheus.Labels{NameLabel: s.name, AlgorithmLabel: s.alg}}
 }
 
-func (s *Source) limiterMetric(d *prometheus.Desc, t prometheus.ValueType, v float64) prometheus.Metric {
-	return prometheus.MustNewConstMetric(d, t, v, s.name, s.alg)
+// limiterMetrics are the descriptors of the counters every limiter keeps.
+type limiterMetrics struct{ granted, rejected, refunded, canceled, waiting *prometheus.Desc }
+
+func newLimiterMetrics(d *descs) limiterMetrics {
+	return limiterMetrics{d.of(granted), d.of(rejected), d.of(refunded), d.of(canceled), d.of(waiting)}
 }
 
-// Breaker observes a circuit breaker (its Snapshot method): its state, as
-// a gauge that is 1 for the current state and 0 for the two others, and
-// its transitions since it was made. The name label is the breaker's
-// WithName, read once here.
-func Breaker(snapshot func() breaker.Snapshot) Source {
-	if snapshot == nil {
-		return Source{kind: "breaker", err: invalid("Breaker: the snapshot function is nil")}
-	}
-	s := Source{kind: "breaker", name: snapshot().Name}
-	s.collect = func(s *Source, ch chan<- prometheus.Metric) {
-		snap := snapshot()
-		for _, st := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
-			ch <- prometheus.MustNewConstMetric(breakerState, prometheus.GaugeValue,
-				boolFloat(snap.State == st), s.name, st.String())
-		}
-		ch <- prometheus.MustNewConstMetric(breakerTransitions, prometheus.CounterValue,
-			float64(snap.Transitions), s.name)
-	}
-	return s
+func (m limiterMetrics) send(ch chan<- prometheus.Metric, st permits.Stats) {
+	ch <- counter(m.granted, st.Granted)
+	ch <- counter(m.rejected, st.Rejected)
+	ch <- counter(m.refunded, st.Refunded)
+	ch <- counter(m.canceled, st.Canceled)
+	ch <- gauge(m.waiting, int64(st.Waiting))
 }
 
-// Budget observes a retry budget (its Stats method): its balance and the
-// deposits, withdrawals and refusals still in its window. These three are
-// gauges, not counters: they count the budget's window (its ttl), and fall
-// as events leave it. The name label is the budget's WithName, read once
-// here.
-func Budget(stats func() budget.Stats) Source {
-	if stats == nil {
-		return Source{kind: "budget", err: invalid("Budget: the stats function is nil")}
-	}
-	s := Source{kind: "budget", name: stats().Name}
-	s.collect = func(s *Source, ch chan<- prometheus.Metric) {
-		st := stats()
-		for _, m := range []struct {
-			d *prometheus.Desc
-			v int64
-		}{{budgetBalance, st.Balance}, {budgetDeposits, st.Deposits}, {budgetWithdrawals, st.Withdrawals}, {budgetRefusals, st.Refusals}} {
-			ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, float64(m.v), s.name)
-		}
-	}
-	return s
+func counter(d *prometheus.Desc, v uint64) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
 }
 
-func boolFloat(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
+func gauge(d *prometheus.Desc, v int64) prometheus.Metric {
+	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
 }
 
 func invalid(format string, args ...any) error {

@@ -165,3 +165,24 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Two Collectors register side by side in one registry; a second source
+// of a name already registered is refused there, as any duplicate series.
+func TestCollectorsRegisterSideBySideUnlessTheirNamesClash(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	for _, name := range []string{"a", "b"} {
+		c, err := sluiceprom.NewCollector(sluiceprom.Limiter(name, ok0))
+		must(t, err)
+		must(t, reg.Register(c))
+	}
+	again, err := sluiceprom.NewCollector(sluiceprom.Limiter("a", ok0))
+	must(t, err)
+	if err := reg.Register(again); err == nil {
+		t.Error("a second Collector of limiter a was registered")
+	}
+	families, err := reg.Gather()
+	must(t, err)
+	if n := len(families[0].GetMetric()); n != 2 {
+		t.Errorf("%s has %d series, want 2", families[0].GetName(), n)
+	}
+}
