@@ -35,7 +35,7 @@ func newInstruments(meter metric.Meter) (*instruments, []metric.Observable, erro
 	in.keys = m.upDown("sluice.limiter.keys", "{key}", "Keys a keyed limiter holds now.")
 	in.poolUsage = m.upDown("sluice.pool.usage", "{unit}", "Cost units a pool holds now.")
 	in.poolLimit = m.upDown("sluice.pool.limit", "{unit}", "Cost units a pool holds at most.")
-	in.breakerState = m.gauge("sluice.breaker.state", "1", "1 for the breaker's current state, 0 for the others.")
+	in.breakerState = m.gauge("sluice.breaker.state", "{breaker}", "1 for the breaker's current state, 0 for the others.")
 	in.breakerTransitions = m.counter("sluice.breaker.transitions", "{transition}", "Changes of state since the breaker was made.")
 	in.budgetBalance = m.gauge("sluice.budget.balance", "{retry}", "Retries the budget would allow now.")
 	in.budgetDeposits = m.gauge("sluice.budget.deposits", "{request}", "Requests deposited in the budget's window.")
