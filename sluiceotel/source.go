@@ -5,8 +5,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluicehq/sluice/actor"
-	"github.com/sluicehq/sluice/breaker"
-	"github.com/sluicehq/sluice/budget"
 	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
@@ -16,11 +14,11 @@ import (
 // breaker's WithName, the budget's WithName): a bounded set, never a key
 // of a keyed limiter.
 const (
-	LimiterName  attribute.Key = "sluice.limiter.name"
-	AlgorithmKey attribute.Key = "sluice.limiter.algorithm"
-	BreakerName  attribute.Key = "sluice.breaker.name"
-	BreakerState attribute.Key = "sluice.breaker.state"
-	BudgetName   attribute.Key = "sluice.budget.name"
+	LimiterNameKey  attribute.Key = "sluice.limiter.name"
+	AlgorithmKey    attribute.Key = "sluice.limiter.algorithm"
+	BreakerNameKey  attribute.Key = "sluice.breaker.name"
+	BreakerStateKey attribute.Key = "sluice.breaker.state"
+	BudgetNameKey   attribute.Key = "sluice.budget.name"
 )
 
 // A Source is one value whose counters a Registration reads at every
@@ -112,60 +110,11 @@ func limiterSource(name string, nilStats bool, opts []SourceOption) Source {
 }
 
 func (s *Source) limiterAttrs() attrs {
-	kv := []attribute.KeyValue{LimiterName.String(s.name)}
+	kv := []attribute.KeyValue{LimiterNameKey.String(s.name)}
 	if s.alg != "" {
 		kv = append(kv, AlgorithmKey.String(s.alg))
 	}
 	return attrsOf(kv...)
-}
-
-// Breaker observes a circuit breaker (its Snapshot method): its state, as
-// a gauge that is 1 for the current state and 0 for the two others, and
-// its transitions since it was made. The sluice.breaker.name attribute is
-// the breaker's WithName, read once here.
-func Breaker(snapshot func() breaker.Snapshot) Source {
-	if snapshot == nil {
-		return Source{kind: "breaker", err: invalid("Breaker: the snapshot function is nil")}
-	}
-	s := Source{kind: "breaker", name: snapshot().Name}
-	s.bind = func(s *Source, in *instruments) func(metric.Observer) {
-		at := attrsOf(BreakerName.String(s.name))
-		var states [3]attrs
-		for i := range states {
-			states[i] = attrsOf(BreakerName.String(s.name), BreakerState.String(breaker.State(i).String()))
-		}
-		return func(o metric.Observer) {
-			snap := snapshot()
-			for i, set := range states {
-				o.ObserveInt64(in.breakerState, boolInt(snap.State == breaker.State(i)), set...)
-			}
-			o.ObserveInt64(in.breakerTransitions, snap.Transitions, at...)
-		}
-	}
-	return s
-}
-
-// Budget observes a retry budget (its Stats method): its balance and the
-// deposits, withdrawals and refusals still in its window. These three are
-// gauges, not counters: they count the budget's window (its ttl), and fall
-// as events leave it. The sluice.budget.name attribute is the budget's
-// WithName, read once here.
-func Budget(stats func() budget.Stats) Source {
-	if stats == nil {
-		return Source{kind: "budget", err: invalid("Budget: the stats function is nil")}
-	}
-	s := Source{kind: "budget", name: stats().Name}
-	s.bind = func(s *Source, in *instruments) func(metric.Observer) {
-		at := attrsOf(BudgetName.String(s.name))
-		return func(o metric.Observer) {
-			st := stats()
-			o.ObserveInt64(in.budgetBalance, st.Balance, at...)
-			o.ObserveInt64(in.budgetDeposits, st.Deposits, at...)
-			o.ObserveInt64(in.budgetWithdrawals, st.Withdrawals, at...)
-			o.ObserveInt64(in.budgetRefusals, st.Refusals, at...)
-		}
-	}
-	return s
 }
 
 // attrs is an attribute set as the options of an observation, made once
