@@ -1,0 +1,33 @@
+// Package sluiceotel reports what sluice's limiters, pools, breakers and
+// retry budgets count as OpenTelemetry metrics.
+//
+// It adds nothing to the hot path: every limiter already keeps its counters
+// (permits.Stats), and Register reads them with one callback, at collection
+// time only, through asynchronous instruments (observable counters, gauges
+// and up-down counters). Between two collections sluice runs exactly as
+// without this package; a collection costs one Stats call per source and
+// a few observations (see BenchmarkCollect and docs/observability.md).
+//
+//	reg, err := sluiceotel.Register(meter,
+//		sluiceotel.Limiter("api", lim.Stats, sluiceotel.Algorithm("GCRA")),
+//		sluiceotel.Keyed("per-ip", perIP.Stats),
+//		sluiceotel.Pool("db", pool.Stats),
+//		sluiceotel.Breaker(br.Snapshot),
+//		sluiceotel.Budget(retries.Stats),
+//	)
+//	if err != nil {
+//		return err // a nil stats function, an empty or repeated name
+//	}
+//	defer reg.Unregister()
+//
+// A source is a method value: the Stats (or Snapshot) method of the value
+// to observe. A limiter whose Stats returns a struct that embeds
+// permits.Stats (redislimit.Limiter, Keyed and Window) is observed through
+// a function that returns that field:
+//
+//	sluiceotel.Limiter("shared", func() permits.Stats { return rl.Stats().Stats })
+//
+// The metrics, their instruments, units and attributes are listed in
+// docs/observability.md; package sluiceprom exports the same ones to
+// Prometheus directly.
+package sluiceotel

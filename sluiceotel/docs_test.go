@@ -1,0 +1,83 @@
+package sluiceotel_test
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/keyed"
+	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/sluiceotel"
+)
+
+// docRows returns the rows of docs/observability.md's table of metrics, as
+// "name instrument unit", sorted.
+func docRows(t *testing.T) []string {
+	doc, err := os.ReadFile("../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for line := range strings.Lines(string(doc)) {
+		cells := strings.Split(line, "|")
+		if !strings.HasPrefix(line, "| `sluice.") || !strings.Contains(cells[2], "Observable") {
+			continue // not a row of the table of metrics
+		}
+		name, instrument, unit := cells[1], cells[2], cells[3]
+		rows = append(rows, strings.Join([]string{trim(name), trim(instrument), trim(unit)}, " "))
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+func trim(cell string) string { return strings.Trim(strings.TrimSpace(cell), "`") }
+
+// The table in docs/observability.md is what Register makes: every name,
+// its instrument and its unit, and no other.
+func TestTheDocumentedTableIsWhatRegisterMakes(t *testing.T) {
+	mp, reader := newReader(t)
+	reg, err := sluiceotel.Register(mp.Meter("test"),
+		sluiceotel.Limiter("lim", func() permits.Stats { return permits.Stats{} }),
+		sluiceotel.Keyed("keyed", func() keyed.Stats { return keyed.Stats{} }),
+		sluiceotel.Pool("pool", func() actor.PoolStats { return actor.PoolStats{} }),
+		sluiceotel.Breaker(func() breaker.Snapshot { return breaker.Snapshot{} }),
+		sluiceotel.Budget(func() budget.Stats { return budget.Stats{} }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		made = append(made, m.Name+" "+instrument(m.Data)+" "+m.Unit)
+	}
+	slices.Sort(made)
+	if doc := docRows(t); !slices.Equal(made, doc) {
+		t.Errorf("Register makes:\n\t%s\ndocs/observability.md says:\n\t%s",
+			strings.Join(made, "\n\t"), strings.Join(doc, "\n\t"))
+	}
+}
+
+// instrument names the asynchronous instrument that makes data like d.
+func instrument(d metricdata.Aggregation) string {
+	switch d := d.(type) {
+	case metricdata.Sum[int64]:
+		if d.IsMonotonic {
+			return "Int64ObservableCounter"
+		}
+		return "Int64ObservableUpDownCounter"
+	case metricdata.Gauge[int64]:
+		return "Int64ObservableGauge"
+	}
+	return "?"
+}
