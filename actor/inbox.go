@@ -39,6 +39,10 @@ func (r *runtime) newCallFor(ctx context.Context, o op, cost, at int64, wantRc b
 	c.Status, c.op, c.wantRc, c.wantQuota = owner.Pending, o, wantRc, false // a pooled call keeps its last answer
 	c.lane, c.probe = nil, false
 	c.node.Cost, c.arrival = cost, at
+	c.Units = 0
+	if o == opAcquire {
+		c.Units = cost // counted in the inbox until taken (Limiter.behind)
+	}
 	c.hasDL = false
 	if dl, ok := ctx.Deadline(); ok {
 		c.hasDL, c.deadline = true, int64(dl.Sub(r.epoch))

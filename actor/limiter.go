@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/internal/probe"
 	"github.com/sluicehq/sluice/internal/quota"
+	"github.com/sluicehq/sluice/internal/sat"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -276,23 +277,38 @@ func (l *Limiter) fastGrant(cost int64) (d algorithms.Decision, now time.Time, d
 	return d, now, decided
 }
 
-// behind reports whether waiters are queued, and if so the RetryAfter the
-// owner published for a newcomer. It reports false, so that the caller
-// asks the owner, when that RetryAfter would not be honest: the owner
-// published no tail, or requests wait in the inbox that its tail does not
-// count (a plain Acquire does not wake an owner asleep on its timer, so a
-// queue can grow there unseen; the owner takes them with the caller's
-// request, in order, and answers behind them). count says to count the
-// refusal in Stats (false for a probe).
+// behind reports whether waiters are queued, and if so the RetryAfter for
+// a newcomer, without asking the owner: the tail the owner published, plus
+// the units of the Acquires still in the inbox, which it has not taken yet
+// (a plain Acquire does not wake an owner asleep on its timer, so a queue
+// can grow there unseen), each at the rate's interval. It reports false,
+// so that the caller asks the owner, when that would not be honest: the
+// owner published no tail, or its word is out of date, or the inbox holds
+// requests it cannot count (lanes, a window that gives units back in
+// steps, an algorithm it does not know). count says to count the refusal
+// in Stats (false for a probe).
 func (l *Limiter) behind(count bool) (time.Duration, bool) {
-	if l.rt.state.Load() != stWaiting || !l.rt.o.Empty() {
+	if l.rt.state.Load() != stWaiting {
 		return 0, false
 	}
-	wait := time.Duration(l.rt.tail.Load() - l.rt.stamp())
+	var ahead int64
+	if !l.rt.o.Empty() {
+		per := l.rt.perUnit.Load()
+		if per == 0 {
+			return 0, false
+		}
+		// Read before the tail: an owner that takes them meanwhile
+		// publishes a tail behind them, and the sum errs long, never short.
+		ahead = sat.Times(l.rt.o.Queued(), per)
+	}
+	tail := l.rt.tail.Load()
+	if tail == 0 {
+		return 0, false // none published: ask the owner
+	}
+	wait := time.Duration(sat.After(tail, time.Duration(ahead)) - l.rt.stamp())
 	if wait <= 0 {
 		// The owner's word is out of date (its timer is due: the head's
-		// turn, the end of a pause, and it has not run yet), or it has
-		// none. Ask it.
+		// turn, the end of a pause, and it has not run yet). Ask it.
 		return 0, false
 	}
 	if count {

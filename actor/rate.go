@@ -146,6 +146,29 @@ func (p *ratePolicy) dropped() {
 
 func (p *ratePolicy) tail() (int64, bool) { return p.shadowLast, p.shadowOK }
 
+// perUnit is the time each unit queued behind the tail adds to a
+// newcomer's wait, for an algorithm that gives units back at a steady rate
+// (GCRA, token and leaky buckets), or 0: a window gives its units back in
+// steps, and an algorithm sluice does not know may do anything, so the
+// caller asks the owner instead (Limiter.behind).
+func (p *ratePolicy) perUnit() int64 {
+	var r algorithms.Rate
+	switch a := p.alg.(type) {
+	case *algorithms.GCRA:
+		r = a.Rate()
+	case *algorithms.TokenBucket:
+		r = a.Rate()
+	case *algorithms.LeakyBucket:
+		r = a.Rate()
+	default:
+		return 0
+	}
+	if r.Count <= 0 || r.Per <= 0 {
+		return 0
+	}
+	return max(int64(r.Per)/r.Count, 1)
+}
+
 func (p *ratePolicy) removed() { p.shadowOK = false }
 
 func (p *ratePolicy) closeGate() {

@@ -66,3 +66,45 @@ func TestTryAcquireBehindAQueueSaysTheTailsWait(t *testing.T) {
 		})
 	}
 }
+
+// The Acquires a sleeping owner has not taken yet count too, without
+// asking it: 49 plain Acquires behind one another at a 10 ms interval do
+// not wake an owner asleep on its timer, and 48 of them sit in its inbox.
+// A TryAcquire answers the tail's wait (490 ms, within one interval) from
+// what the owner published and what the inbox holds, and the owner sleeps
+// on. Before, it woke the owner to ask. An algorithm that gives units
+// back in steps (a fixed window) cannot be counted that way: the owner is
+// asked, and answers as honestly.
+func TestTryAcquireCountsTheAcquiresTheOwnerHasNotTaken(t *testing.T) {
+	for name, alg := range map[string]func(t *testing.T) algorithms.Algorithm{
+		"gcra": func(t *testing.T) algorithms.Algorithm { return gcra(t, algorithms.PerSecond(100), 1) },
+		"fixed window": func(t *testing.T) algorithms.Algorithm {
+			w, err := algorithms.NewFixedWindow(algorithms.Rate{Count: 1, Per: 10 * time.Millisecond})
+			require.NoError(t, err)
+			return w
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := actor.MustNew(alg(t))
+				defer l.Close()
+				require.True(t, l.Allow()) // the next unit is 10 ms away
+				var wg sync.WaitGroup
+				for range 49 {
+					wg.Go(func() { _, _ = l.Acquire(context.Background(), 1) })
+					synctest.Wait()
+				}
+				woken := actor.Wakes(l)
+				_, err := l.TryAcquire(1)
+				wait, ok := permits.RetryAfter(err)
+				require.True(t, ok, "%v", err)
+				assert.GreaterOrEqual(t, wait, 480*time.Millisecond, "behind the tail, less one interval")
+				assert.LessOrEqual(t, wait, 500*time.Millisecond, "within one interval of it")
+				if name == "gcra" {
+					assert.Equal(t, woken, actor.Wakes(l), "answered without waking the owner")
+				}
+				wg.Wait()
+			})
+		})
+	}
+}

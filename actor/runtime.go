@@ -30,9 +30,10 @@ type runtime struct {
 	// (nothing to do, the fast path may decide), stBusy (handling requests:
 	// the fast path must not pass them) or stWaiting (waiters queued:
 	// refuse at once, with RetryAfter from tail).
-	state atomic.Int32
-	tail  atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
-	_     [48]byte
+	state   atomic.Int32
+	tail    atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
+	perUnit atomic.Int64 // while stWaiting: ns each unit in the inbox adds to tail; 0: unknown
+	_       [40]byte
 
 	granted, rejected, canceled, refunded counter
 	waiting                               atomic.Int64 // Acquires sent whose callers have not returned
@@ -556,7 +557,12 @@ func (r *runtime) publish(wake, now int64) {
 	if ok {
 		tail = max(tail, t)
 	}
+	var per int64
+	if p, rate := r.pol.(*ratePolicy); rate && r.lanes == nil {
+		per = p.perUnit()
+	}
 	r.tail.Store(tail)
+	r.perUnit.Store(per)
 	r.state.Store(stWaiting)
 }
 

@@ -29,6 +29,11 @@ type Call[C any] struct {
 	Status Status
 	// CancelAt is the caller's clock when it gave up, ns on the timeline.
 	CancelAt int64
+	// Units is what the request would queue for, if it must wait (an
+	// Acquire's cost; 0 for a request that never queues): the inbox counts
+	// the units it holds, for predictions that must see requests the owner
+	// has not taken yet (Owner.Queued).
+	Units int64
 
 	next       *Call[C] // the inbox's link
 	cancelNext *Call[C] // the cancellation stack's link

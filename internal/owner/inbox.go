@@ -51,6 +51,11 @@ const (
 // Send pushes c onto the inbox and wakes the owner unless it may sleep on:
 // prompt says the caller needs its answer before the owner's timer fires.
 func (o *Owner[C]) Send(c *Call[C], prompt bool) {
+	if c.Units != 0 {
+		// Before the push: the count may run ahead of the inbox, never
+		// behind it, so a prediction from it errs long, never short.
+		o.queued.Add(c.Units)
+	}
 	for {
 		top := o.inbox.Load()
 		c.next = top
@@ -150,13 +155,25 @@ func (o *Owner[C]) take() (cancels, arrivals *Call[C]) {
 		c.cancelNext = cancels
 		cancels, c = c, next
 	}
+	var units int64
 	for c := o.inbox.Swap(nil); c != nil; {
 		next := c.next
 		c.next = arrivals
 		arrivals, c = c, next
+		units += arrivals.Units
+	}
+	if units != 0 {
+		o.queued.Add(-units)
 	}
 	return cancels, arrivals
 }
+
+// Queued is the Units of the requests in the inbox that the owner has not
+// taken yet: a request that does not wake an owner asleep on its timer
+// stays there until the timer fires, unseen by the owner's own
+// predictions. It may count a request a moment before the request can be
+// taken, never after.
+func (o *Owner[C]) Queued() int64 { return o.queued.Load() }
 
 // Empty reports whether the inbox holds no request. A fast-path caller
 // reads it before the plug-in's busy state (see above).

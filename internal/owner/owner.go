@@ -33,7 +33,8 @@ type Owner[C any] struct {
 	_       [64]byte
 	inbox   atomic.Pointer[Call[C]]
 	cancels atomic.Pointer[Call[C]]
-	_       [48]byte
+	queued  atomic.Int64 // the Units of the requests pushed and not yet taken
+	_       [40]byte
 
 	sleep atomic.Int32 // awake, asleep or asleepTimed (inbox.go)
 	poked atomic.Bool  // a change to look at that the inbox does not carry

@@ -306,3 +306,20 @@ func TestTheTimerIsArmedFromScheduleReading(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 0, 250 * time.Millisecond}, wakes)
 	})
 }
+
+// The inbox counts the Units of the requests it holds until the owner
+// takes them: what a prediction must add for requests the owner has not
+// seen.
+func TestQueuedCountsTheUnitsTheOwnerHasNotTaken(t *testing.T) {
+	p := &pool{epoch: time.Now()}
+	o := newOwner(p)
+	a, b, try := newReq("a"), newReq("b"), newReq("try")
+	a.Units, b.Units = 2, 3 // try queues for nothing
+	for _, r := range []*req{a, b, try} {
+		o.Send(&r.Call, false)
+	}
+	assert.Equal(t, int64(5), o.Queued())
+	_, arrivals := o.take()
+	assert.Equal(t, int64(0), o.Queued(), "taken: the owner counts them now")
+	assert.Equal(t, &a.Call, arrivals)
+}

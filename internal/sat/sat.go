@@ -16,3 +16,15 @@ func After(at int64, d time.Duration) int64 {
 	}
 	return at + int64(d)
 }
+
+// Times returns n·d, at math.MaxInt64 when the product would pass it.
+// Neither is negative.
+func Times(n, d int64) int64 {
+	if n == 0 || d == 0 {
+		return 0
+	}
+	if n > math.MaxInt64/d {
+		return math.MaxInt64
+	}
+	return n * d
+}

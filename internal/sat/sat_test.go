@@ -29,3 +29,16 @@ func TestAfterSaturatesInsteadOfWrapping(t *testing.T) {
 		}
 	}
 }
+
+func TestTimesSaturatesInsteadOfWrapping(t *testing.T) {
+	for _, c := range []struct{ n, d, want int64 }{
+		{0, math.MaxInt64, 0},
+		{49, 10_000_000, 490_000_000},
+		{math.MaxInt64 / 3, 4, math.MaxInt64},
+		{1 << 40, 1 << 40, math.MaxInt64},
+	} {
+		if got := sat.Times(c.n, c.d); got != c.want {
+			t.Errorf("Times(%d, %d) = %d, want %d", c.n, c.d, got, c.want)
+		}
+	}
+}
