@@ -255,19 +255,11 @@ func (c *Cells) Retire(cell *Cell, now time.Time) bool {
 	}
 }
 
-// Retired reports whether cell was retired and not revived since. Safe
-// from any goroutine.
-func (c *Cells) Retired(cell *Cell) bool { return cell.w.Load() == retiredWord }
-
-// Revive puts a retired cell back in use, full, as a new one: what it was
-// when it was retired, for every instant from then on. Owner only.
-func (c *Cells) Revive(cell *Cell) { cell.w.CompareAndSwap(retiredWord, 0) }
-
 // Move gives dst the state of src and takes src out of use, in one atomic
 // step with the decisions of every other goroutine on src: an admission
 // made on src before it travels with the state, and a decision on src
 // after it finds src retired (TryAllowAt and TryAdmitAt report the gate
-// closed, Retired reports true), so a caller that finds it retired looks
+// closed), so a caller that finds it retired looks
 // for its key's state elsewhere. It is how a cell changes place: into a
 // larger table, or into a record of its own. dst must be a cell of the
 // same Cells that nobody decides on yet. A src retired already moves
