@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc/metadata"
 
@@ -38,11 +40,27 @@ const maxKeyLen = 256
 
 // KeyByMethod returns a KeyFunc keying calls by their full method
 // ("/pkg.Service/Method"): one limit per method, every client together.
+// Each method's key is made once and kept: a server's methods are the
+// few its services register (grpc-go answers an unknown one before any
+// interceptor runs, unless the server has an UnknownServiceHandler; then
+// at most 4096 keys are kept and the others made per call).
 func KeyByMethod() KeyFunc {
+	var keys sync.Map // full method -> key
+	var kept atomic.Int32
 	return func(_ context.Context, fullMethod string) (string, error) {
-		return prefixMethod + fullMethod, nil
+		if k, ok := keys.Load(fullMethod); ok {
+			return k.(string), nil
+		}
+		k := prefixMethod + fullMethod
+		if kept.Add(1) <= maxMethodKeys {
+			keys.Store(fullMethod, k)
+		}
+		return k, nil
 	}
 }
+
+// maxMethodKeys bounds the keys KeyByMethod keeps.
+const maxMethodKeys = 4096
 
 // KeyByMetadata returns a KeyFunc keying calls by the value of an incoming
 // metadata key (a tenant or user id set by an authenticating proxy in

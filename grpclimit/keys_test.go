@@ -113,4 +113,3 @@ func TestFirstKeyFallsBackToTheNext(t *testing.T) {
 	assert.Equal(t, "ip:192.0.2.1", keyOf(t, k, from(tcp("192.0.2.1:1"))))
 	assert.Equal(t, "md:x-tenant:a", keyOf(t, k, from(tcp("192.0.2.1:1"), "x-tenant", "a")))
 }
-
