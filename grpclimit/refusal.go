@@ -3,12 +3,15 @@ package grpclimit
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/sluicehq/sluice/keyed"
@@ -23,19 +26,59 @@ import (
 // The server interceptors answer every refusal with it; a handler that
 // limits on its own can too.
 func Refusal(policy, key string, wait time.Duration) *status.Status {
-	wait = max(wait, time.Nanosecond)
-	st := status.New(codes.ResourceExhausted, fmt.Sprintf("grpclimit: limit %q exceeded, retry after %v", policy, wait))
-	withDetails, err := st.WithDetails(
-		retryInfo(wait),
-		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
-			Subject:     key,
-			Description: fmt.Sprintf("limit %q: no capacity for this key for %v", policy, wait),
-		}}},
-	)
-	if err != nil {
-		return st // unreachable: both details marshal
+	return newRefusals(policy).status(key, wait)
+}
+
+// refusals builds the refusals of one policy. A refusal is the hot path
+// of a server under a flood, mostly from one key: the strings are made
+// once, and the QuotaFailure of the key refused last is kept, marshalled.
+// It was 27 allocations and about 6 us a refusal, with status.WithDetails.
+type refusals struct {
+	prefix      string // the message, up to the wait
+	description string
+	last        atomic.Pointer[quotaDetail]
+}
+
+type quotaDetail struct {
+	key    string
+	detail *anypb.Any
+}
+
+func newRefusals(policy string) *refusals {
+	q := strconv.Quote(policy)
+	return &refusals{
+		prefix:      "grpclimit: limit " + q + " exceeded, retry after ",
+		description: "limit " + q + ": no capacity left for this key; see RetryInfo",
 	}
-	return withDetails
+}
+
+func (r *refusals) status(key string, wait time.Duration) *status.Status {
+	wait = max(wait, time.Nanosecond)
+	ri, err := anypb.New(retryInfo(wait))
+	if err != nil {
+		return status.New(codes.ResourceExhausted, r.prefix+wait.String()) // unreachable: it marshals
+	}
+	return status.FromProto(&spb.Status{
+		Code:    int32(codes.ResourceExhausted),
+		Message: r.prefix + wait.String(),
+		Details: []*anypb.Any{ri, r.quota(key)},
+	})
+}
+
+// quota is the QuotaFailure of key, marshalled. FromProto copies it, so
+// the one kept is never changed.
+func (r *refusals) quota(key string) *anypb.Any {
+	if q := r.last.Load(); q != nil && q.key == key {
+		return q.detail
+	}
+	detail, err := anypb.New(&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+		Subject: key, Description: r.description,
+	}}})
+	if err != nil {
+		return nil // unreachable: it marshals
+	}
+	r.last.Store(&quotaDetail{key: key, detail: detail})
+	return detail
 }
 
 // withRetryInfo is st with a RetryInfo of wait.
@@ -69,7 +112,7 @@ func RetryDelay(err error) (time.Duration, bool) {
 // refusal by the limit, or an error no wait cures.
 func (s *Server) serverError(key string, err error) error {
 	if wait, ok := permits.RetryAfter(err); ok {
-		return s.refusal(key, wait).Err()
+		return s.refusals.status(key, wait).Err()
 	}
 	code := codes.Internal
 	switch {

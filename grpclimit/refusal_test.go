@@ -113,3 +113,24 @@ func TestBadServerOptionsAreConfigurationErrors(t *testing.T) {
 }
 
 func okHandler(context.Context, any) (any, error) { return "ok", nil }
+
+func TestEachRefusalNamesItsOwnKey(t *testing.T) {
+	lim, err := keyed.NewGCRA[string](algorithms.PerMinute(1), 1)
+	require.NoError(t, err)
+	defer lim.Close()
+	s, err := grpclimit.NewServer(lim, grpclimit.KeyByMetadata("x-tenant"))
+	require.NoError(t, err)
+	for _, tenant := range []string{"a", "b", "a", "a", "b"} {
+		_, _ = s.Unary(from(tcp("192.0.2.1:1"), "x-tenant", tenant), nil, checkInfo, okHandler) // spends the first
+		_, err := s.Unary(from(tcp("192.0.2.1:1"), "x-tenant", tenant), nil, checkInfo, okHandler)
+		st := status.Convert(err)
+		require.Equal(t, codes.ResourceExhausted, st.Code())
+		var subject string
+		for _, d := range st.Details() {
+			if q, ok := d.(*errdetails.QuotaFailure); ok {
+				subject = q.GetViolations()[0].GetSubject()
+			}
+		}
+		assert.Equal(t, "md:x-tenant:"+tenant, subject)
+	}
+}

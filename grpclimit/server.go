@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/internal/configerr"
 	"github.com/sluicehq/sluice/permits"
@@ -24,10 +23,10 @@ import (
 // turn in FIFO order among its key's calls, within its deadline. A stream
 // costs once, when it opens. A Server is safe for concurrent use.
 type Server struct {
-	lim     permits.KeyedLimiter[string]
-	key     KeyFunc
-	cfg     serverConfig
-	refusal func(key string, wait time.Duration) *status.Status
+	lim      permits.KeyedLimiter[string]
+	key      KeyFunc
+	cfg      serverConfig
+	refusals *refusals
 }
 
 // NewServer returns a Server that limits calls by lim under the key that
@@ -48,9 +47,7 @@ func NewServer(lim permits.KeyedLimiter[string], key KeyFunc, opts ...ServerOpti
 	if cfg.err != nil {
 		return nil, cfg.err
 	}
-	s := &Server{lim: lim, key: key, cfg: cfg}
-	s.refusal = func(key string, wait time.Duration) *status.Status { return Refusal(cfg.policy, key, wait) }
-	return s, nil
+	return &Server{lim: lim, key: key, cfg: cfg, refusals: newRefusals(cfg.policy)}, nil
 }
 
 // Unary is a grpc.UnaryServerInterceptor: it admits the call, or answers
