@@ -138,7 +138,9 @@ func bufconnHealth(b *testing.B, opts ...grpc.ServerOption) (healthpb.HealthClie
 	}
 }
 
-type serving struct{ healthpb.UnimplementedHealthServer }
+type serving struct {
+	healthpb.UnimplementedHealthServer
+}
 
 func (serving) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
