@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/sluicehq/sluice/internal/clientip"
 	"github.com/sluicehq/sluice/internal/configerr"
 )
 
@@ -26,13 +27,18 @@ type ipConfig struct {
 }
 
 // proxyHeader is the header the trusted proxies write the client in.
-type proxyHeader uint8
+type proxyHeader struct{ clientip.Header }
 
-const (
-	headerXFF       proxyHeader = iota // X-Forwarded-For, the default
-	headerForwarded                    // RFC 7239 Forwarded
-	headerRealIP                       // X-Real-IP
-)
+// canonical is the header's name as net/http keys it.
+func (h proxyHeader) canonical() string {
+	switch h.Header {
+	case clientip.Forwarded:
+		return "Forwarded"
+	case clientip.XRealIP:
+		return "X-Real-Ip"
+	}
+	return "X-Forwarded-For"
+}
 
 type ipOptionFunc func(*ipConfig)
 
@@ -51,7 +57,7 @@ func (f ipOptionFunc) applyIP(c *ipConfig) { f(c) }
 func TrustProxies(cidrs ...string) IPOption {
 	return ipOptionFunc(func(c *ipConfig) {
 		for _, s := range cidrs {
-			p, err := parseTrusted(strings.TrimSpace(s))
+			p, err := clientip.ParseTrusted("httplimit", strings.TrimSpace(s))
 			if err != nil {
 				c.err = errors.Join(c.err, err)
 				continue
@@ -77,16 +83,12 @@ func TrustUnixSocket() IPOption { return ipOptionFunc(func(c *ipConfig) { c.trus
 func ProxyHeader(name string) IPOption {
 	return ipOptionFunc(func(c *ipConfig) {
 		c.headerName = name
-		switch http.CanonicalHeaderKey(strings.TrimSpace(name)) {
-		case "X-Forwarded-For":
-			c.header = headerXFF
-		case "Forwarded":
-			c.header = headerForwarded
-		case "X-Real-Ip":
-			c.header = headerRealIP
-		default:
+		h, ok := clientip.ParseHeader(name)
+		if !ok {
 			c.err = errors.Join(c.err, configerr.Errorf("httplimit", "proxy header %q is none of X-Forwarded-For, Forwarded, X-Real-IP", name))
+			return
 		}
+		c.header = proxyHeader{h}
 	})
 }
 
@@ -141,11 +143,11 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 			return k, nil // a peer seen lately, not a trusted proxy
 		}
 		var err error
-		if peer, err = parseHostPort(r.RemoteAddr); err != nil {
+		if peer, err = clientip.ParseHostPort(r.RemoteAddr); err != nil {
 			return "", fmt.Errorf("%w: remote address %q: %v", ErrNoKey, r.RemoteAddr, err)
 		}
-		if !isTrusted(peer, c.trusted) {
-			k := ipKey(peer, c.v6bits)
+		if !clientip.IsTrusted(peer, c.trusted) {
+			k := clientip.Key(prefixIP, peer, c.v6bits)
 			c.cache.put(host, k)
 			return k, nil
 		}
@@ -155,12 +157,12 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 		return "", err
 	}
 	switch {
-	case h.node != "":
-		return prefixNode + h.node, nil
-	case h.addr.IsValid():
-		return ipKey(h.addr, c.v6bits), nil
+	case h.Node != "":
+		return prefixNode + h.Node, nil
+	case h.Addr.IsValid():
+		return clientip.Key(prefixIP, h.Addr, c.v6bits), nil
 	case peer.IsValid():
-		return ipKey(peer, c.v6bits), nil // the proxy named no one: the proxy itself
+		return clientip.Key(prefixIP, peer, c.v6bits), nil // the proxy named no one: the proxy itself
 	}
 	return prefixUnix, nil // a trusted socket whose proxy named no one
 }
@@ -170,64 +172,14 @@ func (c *ipConfig) key(r *http.Request) (string, error) {
 // its address would.
 const prefixNode = "node:"
 
-// hop is a client as a trusted proxy names it: an address, or an
-// obfuscated identifier. Neither is set when no proxy named one.
-type hop struct {
-	addr netip.Addr
-	node string
-}
-
 // forwarded reads the client from the configured header of a request that
 // a trusted proxy sent.
-func (c *ipConfig) forwarded(h http.Header) (hop, error) {
-	switch c.header {
-	case headerForwarded:
-		return rightmostForwarded(h["Forwarded"], c.trusted)
-	case headerRealIP:
-		v := strings.TrimSpace(lastValue(h, "X-Real-Ip"))
-		if v == "" {
-			return hop{}, nil
-		}
-		a, err := parseHostPort(v)
-		if err != nil {
-			return hop{}, fmt.Errorf("%w: X-Real-IP %q: %v", ErrNoKey, clip(v), err)
-		}
-		return hop{addr: a}, nil
+func (c *ipConfig) forwarded(h http.Header) (clientip.Hop, error) {
+	hop, err := c.header.Client(h[c.header.canonical()], c.trusted)
+	if err != nil {
+		return clientip.Hop{}, fmt.Errorf("%w: %w", ErrNoKey, err)
 	}
-	return rightmostForwardedFor(h["X-Forwarded-For"], c.trusted)
-}
-
-// rightmostForwardedFor is the right-most untrusted address of the
-// X-Forwarded-For lines, or the farthest trusted one. Entries left of the
-// client are never parsed: the client wrote them.
-func rightmostForwardedFor(lines []string, trusted []netip.Prefix) (hop, error) {
-	var client hop
-	for i := len(lines) - 1; i >= 0; i-- {
-		rest := lines[i]
-		for rest != "" {
-			var s string
-			if j := strings.LastIndexByte(rest, ','); j >= 0 {
-				rest, s = rest[:j], rest[j+1:]
-			} else {
-				rest, s = "", rest
-			}
-			s = strings.TrimSpace(s)
-			if s == "" {
-				continue
-			}
-			a, err := parseHostPort(s)
-			if err != nil {
-				// Appended by a proxy we trust, so not the client's doing;
-				// but nothing sound can be keyed on it.
-				return hop{}, fmt.Errorf("%w: X-Forwarded-For entry %q: %v", ErrNoKey, clip(s), err)
-			}
-			client = hop{addr: a}
-			if !isTrusted(a, trusted) {
-				return client, nil
-			}
-		}
-	}
-	return client, nil
+	return hop, nil
 }
 
 // onUnixSocket reports whether the request came in over a Unix socket,
@@ -242,72 +194,4 @@ func onUnixSocket(ctx context.Context) bool {
 		return true
 	}
 	return false
-}
-
-// parseTrusted reads a trusted proxy: a CIDR or an address, IPv4-mapped
-// forms made IPv4.
-func parseTrusted(s string) (netip.Prefix, error) {
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		a, aerr := netip.ParseAddr(s)
-		if aerr != nil {
-			return netip.Prefix{}, configerr.Errorf("httplimit", "trusted proxy %q is neither a CIDR nor an address", s)
-		}
-		a = a.WithZone("").Unmap()
-		return netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	if p.Addr().Is4In6() {
-		// Addresses are compared unmapped, so a mapped CIDR as written
-		// would match nothing.
-		if p.Bits() < 96 {
-			return netip.Prefix{}, configerr.Errorf("httplimit", "trusted proxy %q mixes IPv4-mapped and other IPv6 addresses: name the IPv4 part as IPv4", s)
-		}
-		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
-	}
-	return p.Masked(), nil
-}
-
-// parseHostPort reads "host:port", "[v6]:port" or a bare address.
-func parseHostPort(s string) (netip.Addr, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap().WithZone(""), nil
-	}
-	if host, _, err := net.SplitHostPort(s); err == nil {
-		s = host
-	}
-	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Addr{}, errors.New("not an IP address")
-	}
-	return a.Unmap().WithZone(""), nil
-}
-
-func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
-	for _, p := range trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// ipKey returns the key of a: "ip:" and a itself for IPv4, its prefix of
-// bits for IPv6, in one allocation.
-func ipKey(a netip.Addr, bits int) string {
-	var buf [64]byte
-	b := append(buf[:0], prefixIP...)
-	if a.Is4() || bits >= 128 {
-		return string(a.AppendTo(b))
-	}
-	p, _ := a.Prefix(bits)
-	return string(p.AppendTo(b))
-}
-
-// clip bounds what of a hostile value an error quotes.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

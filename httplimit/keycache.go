@@ -66,7 +66,7 @@ func (c *keyCache) set(host string) []atomic.Pointer[cachedKey] {
 // port when the rest is unambiguous (an IPv4 address or a name, or an IPv6
 // address in brackets), else s whole ("::1", where the last colon is the
 // address's own). Every s with the same peerHost parses to the same
-// address (parseHostPort reads the host of s:port whatever the port), so
+// address (clientip.ParseHostPort reads the host of s:port whatever the port), so
 // the key kept for one is every one's.
 func peerHost(s string) string {
 	i := strings.LastIndexByte(s, ':')

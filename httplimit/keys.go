@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/internal/clientip"
 )
 
 // KeyFunc returns the key a request is limited by: the client's address,
@@ -155,8 +157,8 @@ func KeyByMethod() KeyFunc {
 		if m == "" {
 			m = http.MethodGet
 		}
-		if !isToken(m) || len(m) > 32 {
-			return "", fmt.Errorf("%w: method %q", ErrNoKey, clip(m))
+		if !clientip.IsToken(m) || len(m) > 32 {
+			return "", fmt.Errorf("%w: method %q", ErrNoKey, clientip.Clip(m))
 		}
 		return "method:" + m, nil
 	}

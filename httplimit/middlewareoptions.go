@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/clientip"
 	"github.com/sluicehq/sluice/permits"
 )
 
@@ -47,15 +48,15 @@ func WithExemptions(exempt func(*http.Request) bool) Option {
 func ExemptPeers(cidrs ...string) (func(*http.Request) bool, error) {
 	prefixes := make([]netip.Prefix, 0, len(cidrs))
 	for _, s := range cidrs {
-		p, err := parseTrusted(s)
+		p, err := clientip.ParseTrusted("httplimit", s)
 		if err != nil {
 			return nil, err
 		}
 		prefixes = append(prefixes, p)
 	}
 	return func(r *http.Request) bool {
-		a, err := parseHostPort(r.RemoteAddr)
-		return err == nil && isTrusted(a, prefixes)
+		a, err := clientip.ParseHostPort(r.RemoteAddr)
+		return err == nil && clientip.IsTrusted(a, prefixes)
 	}, nil
 }
 

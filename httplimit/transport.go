@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/budget"
 	"github.com/sluicehq/sluice/internal/configerr"
+	"github.com/sluicehq/sluice/internal/pause"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -101,11 +102,11 @@ type Transport struct {
 	// pauseLimiter pauses the limiter's Pausers on a wait, for every host
 	// (WithPauseLimiter); otherwise hosts pauses the host that asked.
 	pauseLimiter bool
-	hosts        hostPauses
+	hosts        pause.Table
 	statuses     map[int]bool // the statuses retried (WithRetryStatuses)
 	attemptLimit time.Duration
 	onRetryHook  func(attempt int, wait time.Duration, resp *http.Response, err error)
-	jitter       func(time.Duration) time.Duration // jitterAbove, or none in tests
+	jitter       func(time.Duration) time.Duration // pause.JitterAbove, or none in tests
 	n            counters
 }
 
@@ -152,7 +153,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		base: cfg.base, lim: permits.All(lim), cost: cfg.cost, settle: cfg.settle,
 		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
 		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
-		onRetryHook: cfg.onRetry, jitter: jitterAbove,
+		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove,
 	}
 	if cfg.noJitter {
 		t.jitter = func(time.Duration) time.Duration { return 0 }
@@ -237,7 +238,7 @@ type StatusError struct {
 	// pause cap; HasWait reports whether they asked.
 	Wait    time.Duration
 	HasWait bool
-	jitter  time.Duration // added above Wait for the retry (jitterAbove)
+	jitter  time.Duration // added above Wait for the retry (pause.JitterAbove)
 }
 
 func (e *StatusError) Error() string {
@@ -270,7 +271,7 @@ func BreakerClassifier(err error) breaker.Outcome {
 // limiter that can pause, until the instant until.
 func (t *Transport) pause(r *http.Request, until time.Time) {
 	if !t.pauseLimiter {
-		t.hosts.pause(hostOf(r), until)
+		t.hosts.Pause(hostOf(r), until)
 		return
 	}
 	for _, p := range t.pausers {

@@ -1,4 +1,4 @@
-package httplimit
+package clientip
 
 import (
 	"errors"
@@ -22,17 +22,17 @@ import (
 // identifier a trusted proxy gave its client. Elements left of the client
 // are never parsed; a line is split into elements first, which fails only
 // for a quote left open.
-func rightmostForwarded(lines []string, trusted []netip.Prefix) (hop, error) {
-	var client hop
+func rightmostForwarded(lines []string, trusted []netip.Prefix) (Hop, error) {
+	var client Hop
 	for i := len(lines) - 1; i >= 0; i-- {
 		elems, err := splitOutsideQuotes(lines[i], ',')
 		if err != nil {
-			return hop{}, fmt.Errorf("%w: Forwarded: %v", ErrNoKey, err)
+			return Hop{}, fmt.Errorf("the Forwarded field: %v", err)
 		}
 		for j := len(elems) - 1; j >= 0; j-- {
 			v, found, err := forParam(elems[j])
 			if err != nil {
-				return hop{}, fmt.Errorf("%w: Forwarded element %q: %v", ErrNoKey, clip(elems[j]), err)
+				return Hop{}, fmt.Errorf("the Forwarded element %q: %v", Clip(elems[j]), err)
 			}
 			if !found {
 				continue // by=, proto=, host= only: nothing of the client
@@ -40,14 +40,14 @@ func rightmostForwarded(lines []string, trusted []netip.Prefix) (hop, error) {
 			h, unknown, err := parseNode(v)
 			switch {
 			case err != nil:
-				return hop{}, fmt.Errorf("%w: Forwarded for=%q: %v", ErrNoKey, clip(v), err)
+				return Hop{}, fmt.Errorf("the Forwarded for=%q: %v", Clip(v), err)
 			case unknown:
 				return client, nil
-			case h.node != "":
+			case h.Node != "":
 				return h, nil
 			}
 			client = h
-			if !isTrusted(h.addr, trusted) {
+			if !IsTrusted(h.Addr, trusted) {
 				return h, nil
 			}
 		}
@@ -93,7 +93,7 @@ func forParam(elem string) (string, bool, error) {
 			continue
 		}
 		name, v, ok := strings.Cut(p, "=")
-		if !ok || !isToken(name) {
+		if !ok || !IsToken(name) {
 			return "", false, errors.New("not a token=value pair")
 		}
 		if !strings.EqualFold(name, "for") {
@@ -113,7 +113,7 @@ func forParam(elem string) (string, bool, error) {
 // pairValue is a token, or a quoted-string unquoted.
 func pairValue(v string) (string, error) {
 	if !strings.HasPrefix(v, `"`) {
-		if !isToken(v) {
+		if !IsToken(v) {
 			return "", errors.New("a value is a token or a quoted-string")
 		}
 		return v, nil
@@ -140,43 +140,43 @@ func pairValue(v string) (string, error) {
 
 // parseNode reads a for= value: an address with or without a port, an
 // obfuscated identifier, or "unknown".
-func parseNode(v string) (h hop, unknown bool, err error) {
+func parseNode(v string) (h Hop, unknown bool, err error) {
 	name, port := v, ""
 	if strings.HasPrefix(v, "[") {
 		end := strings.IndexByte(v, ']')
 		if end < 0 {
-			return hop{}, false, errors.New("an IPv6 address without its ]")
+			return Hop{}, false, errors.New("an IPv6 address without its ]")
 		}
 		name, port = v[1:end], v[end+1:]
 		if port != "" && (port[0] != ':' || !validPort(port[1:])) {
-			return hop{}, false, errors.New("a bad port")
+			return Hop{}, false, errors.New("a bad port")
 		}
 		a, err := netip.ParseAddr(name)
 		if err != nil || !a.Is6() || a.Zone() != "" {
-			return hop{}, false, errors.New("not an IPv6 address in brackets")
+			return Hop{}, false, errors.New("not an IPv6 address in brackets")
 		}
-		return hop{addr: a.Unmap()}, false, nil
+		return Hop{Addr: a.Unmap()}, false, nil
 	}
 	if i := strings.IndexByte(v, ':'); i >= 0 {
 		name, port = v[:i], v[i+1:]
 		if !validPort(port) {
-			return hop{}, false, errors.New("a bad port")
+			return Hop{}, false, errors.New("a bad port")
 		}
 	}
 	switch {
 	case strings.EqualFold(name, "unknown"):
-		return hop{}, true, nil
+		return Hop{}, true, nil
 	case isObfuscated(name):
-		if len(name) > maxKeyLen {
-			return hop{}, false, fmt.Errorf("an identifier longer than %d bytes", maxKeyLen)
+		if len(name) > MaxNodeLen {
+			return Hop{}, false, fmt.Errorf("an identifier longer than %d bytes", MaxNodeLen)
 		}
-		return hop{node: name}, false, nil
+		return Hop{Node: name}, false, nil
 	}
 	a, err := netip.ParseAddr(name)
 	if err != nil || !a.Is4() {
-		return hop{}, false, errors.New("not an IPv4 address, a bracketed IPv6 one, unknown or _obfuscated")
+		return Hop{}, false, errors.New("not an IPv4 address, a bracketed IPv6 one, unknown or _obfuscated")
 	}
-	return hop{addr: a}, false, nil
+	return Hop{Addr: a}, false, nil
 }
 
 // validPort is 1 to 5 digits, or an obfuscated port.
@@ -201,13 +201,26 @@ func isObfuscated(s string) bool {
 	return true
 }
 
-// isToken reports whether s is a non-empty run of tchar (RFC 9110 5.6.2).
-func isToken(s string) bool {
+// IsToken reports whether s is a non-empty run of tchar (RFC 9110 5.6.2).
+func IsToken(s string) bool {
 	if s == "" {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(isAlpha(c) || isDigit(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func allDigits(v string) bool {
+	for i := range len(v) {
+		if !isDigit(v[i]) {
 			return false
 		}
 	}

@@ -1,0 +1,63 @@
+// Package pause holds the pauses a client keeps per destination: the
+// instant until which a host (httplimit) or a gRPC target (grpclimit)
+// asked not to be sent to, and the jitter each waiter adds above it.
+//
+// A response that asks its client to wait (a 429, a ResourceExhausted
+// with RetryInfo) speaks for its destination, not for every destination
+// the client sends to. Requests to it wait for the pause to end before
+// they acquire anything, and each waiter, and each retry, adds a jitter
+// of its own above the end, never below it, so that the callers a shared
+// wait stopped do not all come back at one instant.
+package pause
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Table holds, per destination, the instant until which it asked not to
+// be sent to. A destination is dropped once its pause has passed, so the
+// table holds only destinations paused now. The zero Table is empty and
+// ready; it is safe for concurrent use.
+type Table struct {
+	m sync.Map // destination -> *atomic.Int64, the end in Unix ns
+}
+
+// Pause makes dest paused until at least until; an earlier end never
+// shortens a later one.
+func (t *Table) Pause(dest string, until time.Time) {
+	end := until.UnixNano()
+	v, _ := t.m.LoadOrStore(dest, new(atomic.Int64))
+	p := v.(*atomic.Int64)
+	for {
+		cur := p.Load()
+		if cur >= end || p.CompareAndSwap(cur, end) {
+			return
+		}
+	}
+}
+
+// Until returns the end of dest's pause, if it is paused at now.
+func (t *Table) Until(dest string, now time.Time) (time.Time, bool) {
+	v, ok := t.m.Load(dest)
+	if !ok {
+		return time.Time{}, false
+	}
+	end := v.(*atomic.Int64).Load()
+	if end <= now.UnixNano() {
+		t.m.CompareAndDelete(dest, v)
+		return time.Time{}, false
+	}
+	return time.Unix(0, end), true
+}
+
+// JitterAbove draws what is added to a wait of d: uniform on [0, spread],
+// the spread a quarter of d, at least 100 ms and at most 5 s. Enough to
+// spread the callers one wait stopped over a tenth of a second or more;
+// never a large part of a long wait.
+func JitterAbove(d time.Duration) time.Duration {
+	spread := min(max(d/4, 100*time.Millisecond), 5*time.Second)
+	return rand.N(spread + 1)
+}
