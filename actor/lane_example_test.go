@@ -41,13 +41,13 @@ func ExampleLimiter_Lane() {
 		time.Sleep(time.Millisecond)
 	}
 
-	soon, cancelSoon := context.WithTimeout(ctx, 100*time.Millisecond)
+	soon, cancelSoon := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancelSoon()
 	_, err = batch.Acquire(soon, 1) // behind its own lane's queue: told at once
-	fmt.Println("batch within 100ms:", err == nil, "- deadline refused at once:", errors.Is(err, context.DeadlineExceeded))
+	fmt.Println("batch within 500ms:", err == nil, "- deadline refused at once:", errors.Is(err, context.DeadlineExceeded))
 	_, err = interactive.Acquire(soon, 1) // the next grant or the one after
-	fmt.Println("interactive within 100ms:", err == nil)
+	fmt.Println("interactive within 500ms:", err == nil)
 	// Output:
-	// batch within 100ms: false - deadline refused at once: true
-	// interactive within 100ms: true
+	// batch within 500ms: false - deadline refused at once: true
+	// interactive within 500ms: true
 }
