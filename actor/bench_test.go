@@ -338,3 +338,27 @@ func BenchmarkLaneBytes(b *testing.B) {
 		l.Close()
 	}
 }
+
+// BenchmarkAcquireObserved is Acquire on the fast path without an
+// observer and with a permits.WaitHistogram: the seam's cost per granted
+// Acquire (docs/observability.md).
+func BenchmarkAcquireObserved(b *testing.B) {
+	for _, name := range []string{"none", "histogram"} {
+		b.Run(name, func(b *testing.B) {
+			g, _ := algorithms.NewGCRA(fastRate, 1000)
+			var opts []actor.Option
+			if name == "histogram" {
+				opts = append(opts, actor.WithObserver(new(permits.WaitHistogram)))
+			}
+			l := actor.MustNew(g, opts...)
+			defer l.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, _ = l.Acquire(ctx, 1)
+				}
+			})
+		})
+	}
+}

@@ -128,11 +128,14 @@ func (l *Limiter) acquire(ctx context.Context, cost int64, ln *Lane) (permits.Pe
 	now, ok, _, decided := l.fast(cost)
 	if ok {
 		l.rt.granted.add(1)
+		l.rt.observeAtOnce()
 		return permits.NewPermit(cost, nil, nil), nil
 	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false)
 	c.lane = ln
-	return l.result(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
+	res := l.rt.roundTrip(ctx, c, l.prompt(c))
+	l.rt.observe(res)
+	return l.result(ctx, res, cost)
 }
 
 // AcquireGrant is Acquire, returning with the permit what Refund needs: the
@@ -152,6 +155,7 @@ func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permi
 	d, now, decided := l.fastGrant(cost)
 	if d.Allowed {
 		l.rt.granted.add(1)
+		l.rt.observeAtOnce()
 		return l.newGrant(cost, now, false, d.Receipt), nil
 	}
 	if probe.Is(ctx) {
@@ -161,7 +165,9 @@ func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permi
 	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), true)
 	c.lane = ln
-	return l.grant(ctx, l.rt.roundTrip(ctx, c, l.prompt(c)), cost)
+	res := l.rt.roundTrip(ctx, c, l.prompt(c))
+	l.rt.observe(res)
+	return l.grant(ctx, res, cost)
 }
 
 // TryAcquire returns a permit for cost units if they are available now and

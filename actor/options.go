@@ -1,6 +1,10 @@
 package actor
 
-import "time"
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/permits"
+)
 
 // Option configures a Limiter.
 type Option interface{ apply(*config) }
@@ -8,8 +12,9 @@ type Option interface{ apply(*config) }
 type config struct {
 	name     string
 	clock    Clock
-	maxWait  time.Duration // < 0: no limit
-	maxQueue int           // <= 0: no limit
+	maxWait  time.Duration    // < 0: no limit
+	maxQueue int              // <= 0: no limit
+	obs      permits.Observer // nil: none
 }
 
 func defaults() config {
@@ -60,4 +65,13 @@ func WithClock(clock Clock) Option {
 // default name is "unnamed".
 func WithName(name string) CommonOption {
 	return CommonOption{func(c *config) { c.name = name }}
+}
+
+// WithObserver makes each granted Acquire of the limiter or pool (and of
+// its lanes) tell o how long it waited, 0 for one granted at once, on the
+// caller's goroutine as it returns (permits.Observer;
+// docs/observability.md). TryAcquire and Allow never wait and are not
+// reported. Without it (or with nil) nothing is called.
+func WithObserver(o permits.Observer) CommonOption {
+	return CommonOption{func(c *config) { c.obs = o }}
 }

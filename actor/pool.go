@@ -112,11 +112,14 @@ func (p *Pool) Acquire(ctx context.Context, cost int64) (permits.Permit, error) 
 	if p.rt.idle() {
 		if ok, _ := p.pol.take(cost); ok {
 			p.rt.granted.add(1)
+			p.rt.observeAtOnce()
 			return p.permit(cost), nil
 		}
 	}
 	c := p.rt.newCallFor(ctx, opAcquire, cost, p.rt.arrivalStamp(), false)
-	return p.result(ctx, p.rt.roundTrip(ctx, c, true), cost)
+	res := p.rt.roundTrip(ctx, c, true)
+	p.rt.observe(res)
+	return p.result(ctx, res, cost)
 }
 
 // TryAcquire returns a permit for cost units if they are free now and
@@ -277,13 +280,13 @@ func (q *poolPolicy) predict(*scheduler.Queue[*call], int64, int64, int64, bool)
 	return 0, false
 }
 
-func (q *poolPolicy) queued(int64, int64)         {}
-func (q *poolPolicy) dropped()                    {}
-func (q *poolPolicy) removed()                    {}
-func (q *poolPolicy) tail() (int64, bool)         { return 0, false }
-func (q *poolPolicy) receipt() algorithms.Receipt { return algorithms.Receipt{} }
-func (q *poolPolicy) admitted(at int64) int64     { return at }
-func (q *poolPolicy) quota() (int64, int64)       { return -1, 0 }
+func (q *poolPolicy) queued(int64, int64)          {}
+func (q *poolPolicy) dropped()                     {}
+func (q *poolPolicy) removed()                     {}
+func (q *poolPolicy) tail() (int64, bool)          { return 0, false }
+func (q *poolPolicy) receipt() algorithms.Receipt  { return algorithms.Receipt{} }
+func (q *poolPolicy) admitted(at, now int64) int64 { return max(at, now) }
+func (q *poolPolicy) quota() (int64, int64)        { return -1, 0 }
 
 // idle reopens the fast path: nobody waits.
 func (q *poolPolicy) idle() {

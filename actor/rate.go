@@ -80,7 +80,7 @@ func (p *ratePolicy) quota() (remaining, reset int64) {
 
 // admitted is the instant of the last admission on the timeline: at, or the
 // later instant the algorithm counted it at when it had seen one.
-func (p *ratePolicy) admitted(at int64) int64 {
+func (p *ratePolicy) admitted(at, _ int64) int64 {
 	if p.last.IsZero() {
 		return at
 	}

@@ -63,10 +63,11 @@ type policy interface {
 	decide(at, cost int64) (ok bool, retry int64)
 	// receipt is the record of the last admission, for a grant that may be
 	// refunded; at is the instant it was decided for, and admitted the
-	// instant the algorithm admitted it at (later, if it had seen a later
-	// one).
+	// instant it was granted at: for a rate, the instant the algorithm
+	// admitted it at (later than at if it had seen a later one); for a
+	// pool, whose waiters wait for an event, the owner's reading now.
 	receipt() algorithms.Receipt
-	admitted(at int64) int64
+	admitted(at, now int64) int64
 	// quota is what remained after the last admit, and when the state is
 	// full again; remaining is -1 when the policy cannot tell.
 	quota() (remaining, reset int64)
@@ -165,6 +166,9 @@ func (c *call) result() result {
 	res := result{status: c.Status, waited: c.waited}
 	if c.Status == stGranted {
 		res.at = c.n
+		if c.waited {
+			res.arrived = c.node.Arrival
+		}
 		if c.wantRc {
 			res.rc = c.extra.rc
 		}
@@ -178,6 +182,30 @@ func (c *call) result() result {
 		res.remaining, res.reset = c.extra.remaining, c.extra.reset
 	}
 	return res
+}
+
+// wait is how long a granted request waited: from its arrival to the
+// instant it was granted at.
+func (res result) wait() time.Duration {
+	if !res.waited {
+		return 0
+	}
+	return time.Duration(max(res.at-res.arrived, 0))
+}
+
+// observe tells the observer, if any, how long a granted Acquire waited.
+func (r *runtime) observe(res result) {
+	if o := r.cfg.obs; o != nil && res.status == stGranted {
+		o.Waited(res.wait())
+	}
+}
+
+// observeAtOnce tells the observer, if any, of an Acquire granted on
+// arrival, on a lock-free path.
+func (r *runtime) observeAtOnce() {
+	if o := r.cfg.obs; o != nil {
+		o.Waited(0)
+	}
 }
 
 // newCall makes a call for a runtime's pool. Each runtime has its own pool:
@@ -196,8 +224,10 @@ type result struct {
 	retry  time.Duration
 	at     int64 // stGranted: the grant's instant on the owner's timeline
 	waited bool  // stGranted: the request waited in the queue
-	rc     algorithms.Receipt
-	err    error // opTune
+	// stGranted with waited: the instant it arrived at, on the timeline
+	arrived int64
+	rc      algorithms.Receipt
+	err     error // opTune
 	// opTry with wantQuota: what remains, and when full again (timeline)
 	remaining, reset int64
 }
@@ -482,7 +512,7 @@ func (r *runtime) grant(c *call, at int64) {
 	if c.wantRc {
 		c.ext().rc = r.pol.receipt()
 	}
-	r.reply(c, stGranted, r.pol.admitted(at))
+	r.reply(c, stGranted, r.pol.admitted(at, r.last))
 }
 
 // reply writes the result into c and signals its caller: for a grant, n is

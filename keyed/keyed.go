@@ -190,6 +190,9 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 		return permits.Permit{}, s.limit(a), err
 	}
 	if a.verdict == vDecided {
+		if o := l.cfg.obs; o != nil && a.d.Allowed {
+			o.Waited(0)
+		}
 		return s.decided(a, cost, full)
 	}
 	at := l.stamp()
@@ -199,6 +202,9 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 	c := s.newCall(ctx, opAcquire, a.e, cost, at)
 	c.closer = a.closed
 	c = s.roundTrip(ctx, c)
+	if o := l.cfg.obs; o != nil && c.Status == stGranted {
+		o.Waited(time.Duration(max(c.n-at, 0))) // from its arrival to its grant's instant
+	}
 	return s.answer(ctx, c, a.e, cost)
 }
 

@@ -3,6 +3,8 @@ package keyed
 import (
 	"runtime"
 	"time"
+
+	"github.com/sluicehq/sluice/permits"
 )
 
 // Option configures a Limiter. Options are values; a nil Option is ignored.
@@ -13,12 +15,13 @@ type config struct {
 	clock    Clock
 	shards   int
 	maxKeys  int
-	maxWait  time.Duration // < 0: no limit
-	maxQueue int           // <= 0: no limit
-	idle     time.Duration // how long a key stays full before it is dropped
-	retired  func(e any)   // tests only (export_test.go): called right after the owner retires a cell
-	detached func(e any)   // tests only: called right after the owner detaches a cell, before the key's flags change
-	closed   func()        // tests only: called right after an Acquire closes its slot's gate without a lock, before any lock
+	maxWait  time.Duration    // < 0: no limit
+	maxQueue int              // <= 0: no limit
+	idle     time.Duration    // how long a key stays full before it is dropped
+	obs      permits.Observer // nil: none
+	retired  func(e any)      // tests only (export_test.go): called right after the owner retires a cell
+	detached func(e any)      // tests only: called right after the owner detaches a cell, before the key's flags change
+	closed   func()           // tests only: called right after an Acquire closes its slot's gate without a lock, before any lock
 }
 
 func defaults() config {
@@ -99,4 +102,13 @@ func (c *config) validate() error {
 	}
 	c.shards = min(n, maxShards)
 	return nil
+}
+
+// WithObserver makes each granted Acquire tell o how long it waited, from
+// its arrival to the instant it was granted at (0 for one granted at
+// once), on the caller's goroutine as it returns (permits.Observer;
+// docs/observability.md). TryAcquire never waits and is not reported.
+// Without it (or with nil) nothing is called.
+func WithObserver(o permits.Observer) Option {
+	return optionFunc(func(c *config) { c.obs = o })
 }

@@ -1,0 +1,107 @@
+package permits
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// An Observer is told what a limiter's Stats cannot say: how long each
+// granted Acquire waited. It is the one seam through which sluice's
+// limiters report to an observer (docs/observability.md); counters and the
+// waiting gauge are read from Stats, when the observer collects.
+//
+// A limiter made without one (WithObserver in actor and keyed) calls
+// nothing and pays nothing. One made with one calls Waited on the caller's
+// goroutine as each granted Acquire returns, with 0 for an Acquire granted
+// at once: Waited must be fast and safe for concurrent use. WaitHistogram
+// is one.
+type Observer interface {
+	Waited(d time.Duration)
+}
+
+// WaitBuckets is the number of buckets of a WaitHistogram: bucket 0 counts
+// waits of at most 1µs, bucket i waits of at most 2^i µs (up to about 2.3
+// hours for the last but one), and the last every longer wait.
+const WaitBuckets = 24
+
+// A WaitHistogram counts waits into fixed exponential buckets with atomic
+// adds: an Observer that costs a few nanoseconds per granted Acquire and
+// never allocates, read at collection time by Snapshot (sluiceotel and
+// sluiceprom export it). Its zero value is ready to use; it must not be
+// copied after first use.
+type WaitHistogram struct {
+	// zero counts the waits of bucket 0, the Acquires granted at once on
+	// every fast path: one word would be a cache line every core fights
+	// over on every grant, so the adds spread over padded shards (as
+	// actor's counters do), summed when read.
+	zero [zeroShards]struct {
+		n atomic.Uint64
+		_ [56]byte
+	}
+	counts [WaitBuckets]atomic.Uint64 // from bucket 1 on
+	sum    atomic.Int64               // ns, saturating at math.MaxInt64
+}
+
+const zeroShards = 8
+
+// Waited counts one wait of d (a negative d counts as 0).
+func (h *WaitHistogram) Waited(d time.Duration) {
+	i := waitBucket(d)
+	if i == 0 {
+		// The shard of the calling goroutine's stack region: distinct
+		// goroutines mostly land on distinct shards.
+		var local byte
+		h.zero[uintptr(unsafe.Pointer(&local))>>13%zeroShards].n.Add(1)
+		if d <= 0 {
+			return
+		}
+	} else {
+		h.counts[i].Add(1)
+	}
+	if h.sum.Add(int64(d)) < 0 {
+		h.sum.Store(math.MaxInt64) // a sum past 292 years stays there
+	}
+}
+
+// waitBucket is the bucket of d: the least i with d ≤ 2^i µs.
+func waitBucket(d time.Duration) int {
+	if d <= time.Microsecond {
+		return 0
+	}
+	us := uint64(d-1) / uint64(time.Microsecond) // d ≤ 2^i µs ⇔ (d-1)/1µs < 2^i
+	return min(bits.Len64(us), WaitBuckets-1)
+}
+
+// A WaitSnapshot is what a WaitHistogram counted, read bucket by bucket:
+// concurrent waits may land between two reads, so Count is the sum of
+// Counts as read, and Sum was read after them.
+type WaitSnapshot struct {
+	// Bounds[i] is the upper bound of bucket i, inclusive; the last
+	// bucket has no bound and is not in Bounds.
+	Bounds [WaitBuckets - 1]time.Duration
+	Counts [WaitBuckets]uint64
+	Count  uint64
+	Sum    time.Duration
+}
+
+// Snapshot reads h's counts.
+func (h *WaitHistogram) Snapshot() WaitSnapshot {
+	var s WaitSnapshot
+	for i := range s.Bounds {
+		s.Bounds[i] = time.Microsecond << i
+	}
+	for i := range h.zero {
+		s.Counts[0] += h.zero[i].n.Load()
+	}
+	for i := 1; i < WaitBuckets; i++ {
+		s.Counts[i] = h.counts[i].Load()
+	}
+	for _, n := range s.Counts {
+		s.Count += n
+	}
+	s.Sum = time.Duration(h.sum.Load())
+	return s
+}
