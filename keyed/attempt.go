@@ -202,10 +202,11 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 	if !wait {
 		if w := e.waiters(); w != nil {
 			// Refused at once with what the owner published, if that is
-			// honest: a tail it knows, still ahead, and nothing in the
-			// shard's inbox it has not counted. Else the owner answers.
-			if wait := time.Duration(w.tail.Load() - s.l.stamp()); wait > 0 && s.o.Empty() {
-				return attempt[K]{e: e, verdict: vBehind, wait: wait}, nil
+			// honest: a tail it knows, still ahead, and no request of the
+			// key on its way that it has not counted. Else the owner
+			// answers.
+			if wait, ok := w.tailFor(e, s.l.stamp()); ok {
+				return attempt[K]{e: e, verdict: vBehind, wait: time.Duration(wait)}, nil
 			}
 			return s.pin(e, time.Time{}), nil
 		}

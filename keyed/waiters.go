@@ -27,7 +27,12 @@ type waiters[K comparable] struct {
 
 	// tail is what the owner publishes for the lock-free paths: the
 	// earliest instant a newcomer could be granted, as far as it knows.
+	// held is the number of the key's requests it held when it published
+	// tail, all of them queued: a caller that finds as many pinned knows
+	// no request of the key is on its way to the owner, unseen by tail
+	// (see tailFor). tail is stored before held.
 	tail atomic.Int64
+	held atomic.Int64
 
 	shadow     algorithms.Algorithm
 	shadowOK   bool
@@ -128,4 +133,22 @@ func (w *waiters[K]) publish(due int64) {
 		tail = 0
 	}
 	w.tail.Store(tail)
+	w.held.Store(int64(w.q.Len()))
+}
+
+// tailFor is the RetryAfter a TryAcquire behind e's waiters can be told
+// without asking the owner, or false when the owner's word would not be
+// honest: it has none, it is out of date, or a request of the key is on
+// its way to the owner (e's pins count every request of the key the owner
+// has not answered, queued or on its way; the owner published how many it
+// held queued). held is read first and tail second: a held that is new
+// brings the tail stored before it, and an old one does not match the
+// pins of a request the owner took since.
+func (w *waiters[K]) tailFor(e *entry[K], now int64) (int64, bool) {
+	held := w.held.Load()
+	wait := w.tail.Load() - now
+	if wait <= 0 || int64(e.word.Load()/pinStep) != held {
+		return 0, false
+	}
+	return wait, true
 }
