@@ -281,8 +281,10 @@ func (ln *Lane) AcquireGrant(ctx context.Context, cost int64) (permits.Grant, er
 
 // TryAcquire is Limiter.TryAcquire in this lane: a permit if cost units are
 // available now and nobody waits in any lane; it passes no waiter. A
-// refusal's RetryAfter, while others wait, is a lower bound on the time
-// until the queue could be empty.
+// refusal's RetryAfter, while others wait, is the time until the queue of
+// every lane could be empty: for an algorithm that gives units back at a
+// steady rate (GCRA, token and leaky buckets), within one interval of it
+// whatever the lanes' order; for others, a lower bound.
 func (ln *Lane) TryAcquire(cost int64) (permits.Permit, error) { return ln.lim.tryAcquire(cost, ln) }
 
 // TryAcquireGrant is TryAcquire, returning the permit as a Grant.

@@ -175,9 +175,10 @@ func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permi
 // permits.ErrRateLimited, and permits.RetryAfter (or errors.As, which finds
 // a *permits.RateLimitError in it) tells its RetryAfter: exact when nobody
 // waits (the algorithm's RetryAt) and, while others wait, the time until the
-// owner's prediction for a newcomer (at least the head's wait), given
-// without asking the owner; with lanes, a lower bound on the queue being
-// empty (see Lane.TryAcquire).
+// owner's prediction for a newcomer behind the queue's tail, counting the
+// Acquires still in its inbox, given without asking the owner where it
+// can be; with lanes, the time until every lane's queue could be empty
+// (see Lane.TryAcquire).
 func (l *Limiter) TryAcquire(cost int64) (permits.Permit, error) { return l.tryAcquire(cost, nil) }
 
 func (l *Limiter) tryAcquire(cost int64, ln *Lane) (permits.Permit, error) {

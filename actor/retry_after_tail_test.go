@@ -108,3 +108,39 @@ func TestTryAcquireCountsTheAcquiresTheOwnerHasNotTaken(t *testing.T) {
 		})
 	}
 }
+
+// With lanes, a TryAcquire passes no waiter of any lane, so its RetryAfter
+// is when the whole queue could be empty: ten waiting in two lanes at a
+// 100 ms interval are granted by 1 s, and the refusal says 1 s, within one
+// interval. Before, it said 100 ms, the head's wait, and a client that
+// slept that long was refused nine more times.
+func TestTryAcquireBehindLanesSaysWhenTheyDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1))
+		defer l.Close()
+		a, err := l.Lane("a", 1)
+		require.NoError(t, err)
+		b, err := l.Lane("b", 3)
+		require.NoError(t, err)
+		require.True(t, l.Allow())
+		var wg sync.WaitGroup
+		for i := range 10 {
+			ln := a
+			if i%2 == 1 {
+				ln = b
+			}
+			wg.Go(func() { _, _ = ln.Acquire(context.Background(), 1) })
+			synctest.Wait()
+		}
+		for _, try := range []func(int64) (permits.Permit, error){a.TryAcquire, b.TryAcquire, l.TryAcquire} {
+			_, err := try(1)
+			wait, ok := permits.RetryAfter(err)
+			require.True(t, ok, "%v", err)
+			assert.GreaterOrEqual(t, wait, 900*time.Millisecond, "behind every lane's waiters, less one interval")
+			assert.LessOrEqual(t, wait, 1100*time.Millisecond, "within one interval of the drain")
+		}
+		t0 := time.Now()
+		wg.Wait()
+		assert.Equal(t, time.Second, time.Since(t0), "drained at 1s")
+	})
+}

@@ -577,23 +577,42 @@ func (r *runtime) publish(wake, now int64) {
 		r.state.Store(stIdle)
 		return
 	}
+	p, rate := r.pol.(*ratePolicy)
+	var per int64 // ns a unit adds, for an algorithm that gives units back at a steady rate
+	if rate {
+		per = p.perUnit()
+	}
 	tail := max(wake, r.paused)
 	t, ok := r.pol.tail()
-	if r.lanes != nil {
+	switch {
+	case r.lanes != nil:
 		t, ok = r.lanes.tail()
-	} else if p, rate := r.pol.(*ratePolicy); !ok && rate && p.cloner != nil && r.q.Len() > 1 {
+		if d, known := r.lanesDrain(now, per); known {
+			t, ok = max(t, d), true
+		}
+		per = 0 // the inbox's arrivals may go before waiters of other lanes: not counted
+	case !ok && rate && p.cloner != nil && r.q.Len() > 1:
 		tail = 0 // unknown: ask the owner (Limiter.behind)
 	}
 	if ok {
 		tail = max(tail, t)
 	}
-	var per int64
-	if p, rate := r.pol.(*ratePolicy); rate && r.lanes == nil {
-		per = p.perUnit()
-	}
 	r.tail.Store(tail)
 	r.perUnit.Store(per)
 	r.state.Store(stWaiting)
+}
+
+// lanesDrain is when the lanes' queue could be empty, for a TryAcquire,
+// which passes no waiter of any lane: whatever their fair order, the
+// waiters behind the head need their costs granted after it, each unit an
+// interval per of a steady rate. Unknown (false) for other algorithms.
+func (r *runtime) lanesDrain(now, per int64) (int64, bool) {
+	h, _ := r.lanes.fair.Head()
+	if per == 0 || h == nil {
+		return 0, false
+	}
+	behind := r.lanes.fair.Cost() - h.Cost
+	return sat.After(r.due(now), time.Duration(sat.Times(behind, per))), true
 }
 
 // queueOwner adapts the runtime to scheduler.Owner without exporting methods.

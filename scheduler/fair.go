@@ -48,6 +48,7 @@ type Fair[T any] struct {
 	class      [Classes]fairClass[T]
 	busy       uint16 // bit k: class k has waiters
 	n          int
+	cost       int64 // of the n waiters
 	seq        uint64
 	wa, wb     int64 // a class's weight against the classes below it; wb 0: strict priority
 	head       *Node[T]
@@ -72,6 +73,10 @@ type fairClass[T any] struct {
 
 // Len returns the number of waiters in every flow.
 func (f *Fair[T]) Len() int { return f.n }
+
+// Cost returns the sum of the costs of the waiters in every flow: what the
+// queue needs granted before it is empty, in whatever order.
+func (f *Fair[T]) Cost() int64 { return f.cost }
 
 // Head returns the waiter the fair order puts first and its flow, or nils.
 func (f *Fair[T]) Head() (*Node[T], *Flow[T]) { return f.head, f.headFlow }
@@ -101,6 +106,7 @@ func (f *Fair[T]) Push(n *Node[T], fl *Flow[T]) {
 	}
 	c.n++
 	f.n++
+	f.cost += n.Cost
 	if fl.n == 1 {
 		f.repick(n)
 	}
@@ -145,6 +151,7 @@ func (f *Fair[T]) unlink(n *Node[T], fl *Flow[T]) {
 	c := &f.class[fl.class]
 	c.n--
 	f.n--
+	f.cost -= n.Cost
 	if wasHead {
 		if fl.n == 0 {
 			c.flows.remove(fl)

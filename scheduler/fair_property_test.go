@@ -149,6 +149,13 @@ func checkAgainstReference(t *testing.T, seed uint64, rng *rand.Rand, steps int)
 		if f.Len() != ref.len() {
 			fail(step, "Len %d, reference %d", f.Len(), ref.len())
 		}
+		var cost int64
+		for _, q := range live {
+			cost += q.rn.cost
+		}
+		if f.Cost() != cost {
+			fail(step, "Cost %d, the waiters' %d", f.Cost(), cost)
+		}
 		h, _ := f.Head()
 		if (h == nil) != (ref.head == nil) || h != nil && h.Value != ref.head.id {
 			fail(step, "head %v, reference %v", h, ref.head)
