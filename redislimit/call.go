@@ -203,10 +203,10 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	}
 	if len(kc.reqs) == 1 && len(kc.settles) == 0 && len(kc.give) == 0 {
 		r := kc.reqs[0]
-		kc.lean, kc.args = true, e.leanArgs(r.cost, e.maxWait(r, now), ks.floor.own)
+		kc.lean, kc.args = true, e.leanArgs(r.cost, e.maxWait(r, now), ks.floorAt(now))
 		return
 	}
-	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs, ks.floorArg()}
+	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs, ks.floorArg(now)}
 	if give.ok {
 		// A give-back applied twice would be reported as refused (replay.go).
 		kc.args = append(kc.args, e.nextCallID(), e.replayTTL())

@@ -155,7 +155,7 @@ func (e *engine) lone(r *request) int {
 	if r.op == opAcquire {
 		ks.acquires++
 	}
-	kc := &keyCall{ks: ks, reqs: ks.line[:1:1], lean: true, args: e.loneArgs(r, ks.floor.own, now)}
+	kc := &keyCall{ks: ks, reqs: ks.line[:1:1], lean: true, args: e.loneArgs(r, ks.floorAt(now), now)}
 	b := &batch{keys: []*keyCall{kc}}
 	e.busy = b
 	e.calling.Store(true)
