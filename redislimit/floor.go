@@ -73,8 +73,8 @@ func (f *floor) refunded(end pair) {
 	}
 }
 
-// floorAfterGiveBack sets the floor again after a give-back was applied: the latest
-// end among the slots left and held.
+// floorAfterGiveBack sets the floor again after a give-back was applied:
+// the latest end among the slots left and held.
 func (ks *keyState) floorAfterGiveBack() {
 	ks.floor.own = ks.floor.held
 	for _, s := range ks.slots {
@@ -88,8 +88,7 @@ func (ks *keyState) floorAfterGiveBack() {
 // at least now less the offset the key's latest call measured, which
 // counts that call's round trip as Redis's time: an estimate never ahead.
 // A lone caller then sends the arguments it sent before (loneArgs) rather
-// than new ones per call, as it did before the floor: a tenth of its
-// allocations.
+// than new ones, four allocations per call.
 func (ks *keyState) floorAt(now int64) pair {
 	own := ks.floor.own
 	if ks.off != 0 {

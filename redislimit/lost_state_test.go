@@ -118,6 +118,7 @@ func lossRun(t *testing.T, c, admin *redis.Client, sub lossSubject, lose func())
 		require.ErrorIs(t, err, redislimit.ErrUnavailable)
 	}
 	grants := log.sorted()
+	testutil.ReportDecisions(t, int64(len(grants)))
 	worst := fullestWindow(grants, perSec, burst)
 	bound := burst + int64(t1.Sub(t0))*perSec/int64(time.Second)
 	t.Logf("%s, %d/s, burst %d: %d callers reserved %v ahead, then %d more: %d grants (%d failed) against %d allowed by Redis TIME; fullest window %+d against burst + rate·d",
