@@ -115,6 +115,9 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 		end = end.sub(e.q.ticks(s.cost), e.q.c)
 		s.start = end
 	}
+	if len(ks.slots) > first {
+		ks.floor.admitted(ks.tat) // the call's last admission's end
+	}
 }
 
 // refuse answers r, which Redis refused at its instant now (µs) with code
@@ -140,6 +143,10 @@ func (e *engine) gaveBack(kc *keyCall) {
 			e.givenBack.Add(uint64(s.cost))
 		}
 		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
+		for _, r := range kc.settles {
+			ks.floor.refunded(pair{w: r.refund.w, f: r.refund.f})
+		}
+		ks.floorAfterGiveBack()
 	} else if len(kc.give) > 0 {
 		for _, s := range kc.give {
 			s.giving = false
@@ -165,6 +172,9 @@ func (e *engine) failed(kc *keyCall) {
 	unknown := outcomeUnknown(kc.err)
 	if unknown {
 		ks.value = ident{}
+		for _, s := range kc.give {
+			ks.floor.leave(s.end) // given back or not: counted as consumed
+		}
 		ks.slots = slices.DeleteFunc(ks.slots, func(s *slot) bool { return s.giving })
 	} else {
 		for _, s := range kc.give {

@@ -203,10 +203,10 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 	}
 	if len(kc.reqs) == 1 && len(kc.settles) == 0 && len(kc.give) == 0 {
 		r := kc.reqs[0]
-		kc.lean, kc.args = true, e.leanArgs(r.cost, e.maxWait(r, now))
+		kc.lean, kc.args = true, e.leanArgs(r.cost, e.maxWait(r, now), ks.floorAt(now))
 		return
 	}
-	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs}
+	kc.args = []any{e.args[0], e.args[1], e.args[2], e.args[3], "0", give.key(), g.w, g.f, reqs, ks.floorArg(now)}
 	if give.ok {
 		// A give-back applied twice would be reported as refused (replay.go).
 		kc.args = append(kc.args, e.nextCallID(), e.replayTTL())
@@ -215,17 +215,17 @@ func (e *engine) gcraArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 }
 
 // leanArgs are the arguments of leanScript for one request of cost that
-// may wait mw µs (maxWait).
-func (e *engine) leanArgs(cost, mw int64) []any {
+// may wait mw µs (maxWait), on a key whose floor is fl (floor.go).
+func (e *engine) leanArgs(cost, mw int64, fl pair) []any {
 	inc := e.q.ticks(cost)
-	return []any{packLean(e.q.c, e.q.tau.w, e.q.tau.f, 0, mw, inc.w, inc.f)}
+	return []any{packLean(e.q.c, e.q.tau.w, e.q.tau.f, 0, mw, inc.w, inc.f, fl.w, fl.f)}
 }
 
 // packLean packs leanScript's argument: C, tau (whole µs, ticks), the
-// instant to decide at (0: Redis TIME), maxwait, and the cost's span
-// (whole µs, ticks).
-func packLean(c, tauW, tauF, now, mw, incW, incF int64) string {
-	return packFloats(c, tauW, tauF, now, mw, incW, incF)
+// instant to decide at (0: Redis TIME), maxwait, the cost's span (whole
+// µs, ticks) and the floor (whole µs, ticks; 0 0 for none).
+func packLean(c, tauW, tauF, now, mw, incW, incF, floorW, floorF int64) string {
+	return packFloats(c, tauW, tauF, now, mw, incW, incF, floorW, floorF)
 }
 
 // packFloats packs integers below 2^53 as the scripts' struct.pack does

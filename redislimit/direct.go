@@ -155,7 +155,7 @@ func (e *engine) lone(r *request) int {
 	if r.op == opAcquire {
 		ks.acquires++
 	}
-	kc := &keyCall{ks: ks, reqs: ks.line[:1:1], lean: true, args: e.loneArgs(r, now)}
+	kc := &keyCall{ks: ks, reqs: ks.line[:1:1], lean: true, args: e.loneArgs(r, ks.floorAt(now), now)}
 	b := &batch{keys: []*keyCall{kc}}
 	e.busy = b
 	e.calling.Store(true)
@@ -187,6 +187,7 @@ func (e *engine) lone(r *request) int {
 		if e.cfg.onGrant != nil {
 			e.cfg.onGrant(code, r.cost)
 		}
+		ks.floor.leave(ks.tat) // granted with no slot: its end is the TAT after it
 		r.ticket = kc.value
 		e.saw(r, ks, code)
 		e.finish(r, stGranted, ks.off+code*1000, nil)
@@ -195,19 +196,19 @@ func (e *engine) lone(r *request) int {
 	return loneDone
 }
 
-// loneArgs are leanArgs for r, kept from one lone call to the next while
-// the cost and the max wait stay the same, as they do for most callers:
-// go-redis copies a call's arguments before it sends them, and a lone call
-// is the only one the direct path makes at a time.
-func (e *engine) loneArgs(r *request, now int64) []any {
+// loneArgs are leanArgs for r on a key whose floor is fl, kept from one
+// lone call to the next while the cost, the max wait and the floor stay
+// the same: go-redis copies a call's arguments before it sends them, and a
+// lone call is the only one the direct path makes at a time.
+func (e *engine) loneArgs(r *request, fl pair, now int64) []any {
 	mw := e.maxWait(r, now)
 	if e.cfg.serverNow != nil {
 		// The test hook writes the instant into the arguments, which a
 		// call that timed out may still be reading inside go-redis.
-		return e.leanArgs(r.cost, mw)
+		return e.leanArgs(r.cost, mw, fl)
 	}
-	if e.loneA == nil || r.cost != e.loneCost || mw != e.loneMW {
-		e.loneA, e.loneCost, e.loneMW = e.leanArgs(r.cost, mw), r.cost, mw
+	if e.loneA == nil || r.cost != e.loneCost || mw != e.loneMW || fl != e.loneFl {
+		e.loneA, e.loneCost, e.loneMW, e.loneFl = e.leanArgs(r.cost, mw, fl), r.cost, mw, fl
 	}
 	return e.loneA
 }

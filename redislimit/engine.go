@@ -106,6 +106,7 @@ type engine struct {
 	loneA    []any     // the latest lone call's arguments (loneArgs)
 	loneCost int64
 	loneMW   int64
+	loneFl   pair
 	scratchB []byte
 }
 

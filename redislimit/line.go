@@ -32,6 +32,9 @@ type keyState struct {
 	// replay is the key keeping the replies of the calls that give back,
 	// once one did (replay.go).
 	replay string
+	// floor is a GCRA's: the TAT the key cannot be behind, after what
+	// this process holds (floor.go).
+	floor floor
 }
 
 // trim is a window's event granted to a waiter that costs less than the
@@ -288,6 +291,7 @@ func (ks *keyState) prune(e *engine, now int64) {
 		if s.holders > 0 || s.giving || s.at > now {
 			break
 		}
+		ks.floor.leave(s.end) // granted or unused, it filled the TAT
 		n++
 	}
 	if n > 0 {

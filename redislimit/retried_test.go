@@ -90,7 +90,7 @@ func TestAGiveBackSentTwiceIsAppliedOnce(t *testing.T) {
 	// 10 units a second (P = 100 000 µs, C = 1), burst 5 (tau 500 000 µs).
 	eval := func(at int64, give string, gw int64, extra ...any) string {
 		t.Helper()
-		args := append([]any{100_000, 1, 500_000, 0, at, give, gw, 0, "1:-1:3"}, extra...)
+		args := append([]any{100_000, 1, 500_000, 0, at, give, gw, 0, "1:-1:3", ""}, extra...)
 		keys := []string{"twice"}
 		if len(extra) > 0 {
 			keys = append(keys, "{twice}:replay")

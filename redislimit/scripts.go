@@ -47,14 +47,21 @@ import (
 //	         maxwait in µs, -1 for none (0: granted now or not at all), and
 //	         n, if given, the number of requests in a row that are alike
 //	         (a pool's workers asking for one unit each send one entry)
-//	ARGV[10] optional, with a give-back: the call's id, unique among the
+//	ARGV[10] optional: the caller's floor for the TAT, W and F as two
+//	         little-endian float64s (16 bytes), or "" for none: the end of
+//	         the latest admission the calling process holds (floor.go).
+//	         The TAT is raised to it before anything else is decided, so
+//	         that a key Redis lost (FLUSHALL, a restart without
+//	         persistence, an eviction, a failover to a replica that lagged)
+//	         is never behind what this process was given
+//	ARGV[11] optional, with a give-back: the call's id, unique among the
 //	         calling limiter's (replay.go)
-//	ARGV[11] with ARGV[10]: how long to keep the reply, in ms
-//	KEYS[2]  with ARGV[10]: the calling limiter's replay key, in KEYS[1]'s
+//	ARGV[12] with ARGV[11]: how long to keep the reply, in ms
+//	KEYS[2]  with ARGV[11]: the calling limiter's replay key, in KEYS[1]'s
 //	         slot. A run that finds "id:" and a reply there answers that
 //	         reply and changes nothing: it is go-redis sending the call
 //	         again after its reply was lost. Otherwise the reply is kept
-//	         there, after "id:", for ARGV[11] ms.
+//	         there, after "id:", for ARGV[12] ms.
 //
 // The reply is one string of little-endian float64s (every one an integer
 // of magnitude below 2^53): now, the instant decided at; gave, 1 if the
@@ -74,7 +81,7 @@ local key = KEYS[1]
 local P, C = tonumber(ARGV[1]), tonumber(ARGV[2])
 local tauW, tauF = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = tonumber(ARGV[5])
-local id = ARGV[10]
+local id = ARGV[11]
 if id then
   id = id .. ':'
   local kept = redis.call('GET', KEYS[2])
@@ -90,7 +97,14 @@ local function divmod(a, b)
 end
 
 ` + luaReadTAT + `
-local changed, gave = false, 0
+local fw, ff = 0, 0
+local floor = ARGV[10]
+if floor and floor ~= '' then
+  if #floor ~= 16 then return redis.error_reply('ERR sluice: the floor is not 16 bytes') end
+  fw, ff = struct.unpack('<dd', floor)
+end
+` + luaFloor + `
+local changed, gave = raised, 0
 if ARGV[6] ~= '' and string.sub(cur, 1, 24) == ARGV[6] then
   -- Nothing was written since the caller's admissions: take them back,
   -- but not before now (a slot already past gives nothing back).
@@ -162,7 +176,7 @@ end
 flush()
 parts[#parts + 1] = cur
 local reply = table.concat(parts)
-if id then redis.call('SET', KEYS[2], id .. reply, 'PX', tonumber(ARGV[11])) end
+if id then redis.call('SET', KEYS[2], id .. reply, 'PX', tonumber(ARGV[12])) end
 return reply
 `
 
@@ -181,23 +195,29 @@ func scriptSHA(script string) string {
 // cost's span in Go. Its reply is batchScript's for one request: now,
 // gave (always 0), the request's code, then the key's value afterwards.
 //
-// Its one argument packs seven little-endian float64s (integers): one
-// string to make and one unpack, where seven arguments were seven strings
-// and seven conversions, a few µs of a lone call.
+// Its one argument packs nine little-endian float64s (integers): one
+// string to make and one unpack, where nine arguments were nine strings
+// and nine conversions, a few µs of a lone call.
 //
 //	KEYS[1]  the limit's key
 //	ARGV[1]  C: ticks per microsecond; tau: whole µs and the ticks beyond;
 //	         0 to read Redis TIME, or the instant in µs to decide at;
 //	         maxwait in µs, -1 for none; cost·P: whole µs and the ticks
-//	         beyond (cost <= burst)
+//	         beyond (cost <= burst); the floor, whole µs and ticks (0 0:
+//	         none), as batchScript's ARGV[10]
+//
+// A refusal writes the key only if the floor raised its TAT.
 const leanScript = `
 if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
-local C, tauW, tauF, now, mw, iw, ifr = struct.unpack('<ddddddd', ARGV[1])
+local C, tauW, tauF, now, mw, iw, ifr, fw, ff = struct.unpack('<ddddddddd', ARGV[1])
 ` + luaNow + `
-` + luaReadTAT + `
-` + luaFitAt + `
-if mw >= 0 and at - now > mw then return struct.pack('<ddd', now, 0, now - at) .. cur end
+` + luaReadTAT + luaFloor + luaFitAt + `
+if mw >= 0 and at - now > mw then
+  if raised then
+` + luaWriteTAT + `  end
+  return struct.pack('<ddd', now, 0, now - at) .. cur
+end
 ` + luaAdvance + luaWriteTAT + `return struct.pack('<ddd', now, 0, at) .. cur
 `
 
@@ -238,6 +258,19 @@ else
   cur = ''
 end
 if tw < now then tw, tf = now, 0 end
+`
+
+// luaFloor raises the TAT tw, tf to the caller's floor fw, ff (0 0: none)
+// and says in raised whether it did. The floor is the end of an admission
+// Redis made for the caller, so it is never beyond the TAT the key would
+// hold had nothing been lost (floor.go): on a key that kept its state it
+// changes nothing. A floor that is not an instant in range is not the
+// limiter's: the call fails rather than decide on it.
+const luaFloor = `if not (fw >= 0 and fw < 9007199254740992 and fw % 1 == 0 and ff >= 0 and ff < C and ff % 1 == 0) then
+  return redis.error_reply('ERR sluice: the floor is not an instant')
+end
+local raised = fw > tw or (fw == tw and ff > tf)
+if raised then tw, tf = fw, ff end
 `
 
 // luaFitAt is the instant at, in whole µs rounded up and no earlier than

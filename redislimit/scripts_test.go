@@ -18,14 +18,19 @@ import (
 )
 
 // script runs the batch script on key as the limiter would, with p, c and
-// tau (whole µs and ticks) for its quota, deciding at now (0: Redis TIME).
+// tau (whole µs and ticks) for its quota, deciding at now (0: Redis TIME),
+// with floor as its floor argument if it is not "" (floorArg).
 type script struct {
 	t          *testing.T
 	c          *redis.Client
 	key        string
 	p, cc      int64
 	tauW, tauF int64
+	floor      string
 }
+
+// floorArg is the batch script's floor argument for W µs and F ticks.
+func floorArg(w, f int64) string { return redislimit.PackValue(w, f, 0, 0)[:16] }
 
 type reply struct {
 	now   int64
@@ -36,11 +41,13 @@ type reply struct {
 
 func (s script) run(now int64, give string, gw, gf int64, reqs string) reply {
 	s.t.Helper()
-	res, err := s.c.EvalSha(context.Background(), redislimit.ScriptSHA, []string{s.key},
-		s.p, s.cc, s.tauW, s.tauF, now, give, gw, gf, reqs).Text()
+	args := []any{s.p, s.cc, s.tauW, s.tauF, now, give, gw, gf, reqs}
+	if s.floor != "" {
+		args = append(args, s.floor)
+	}
+	res, err := s.c.EvalSha(context.Background(), redislimit.ScriptSHA, []string{s.key}, args...).Text()
 	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		res, err = s.c.Eval(context.Background(), redislimit.Script, []string{s.key},
-			s.p, s.cc, s.tauW, s.tauF, now, give, gw, gf, reqs).Text()
+		res, err = s.c.Eval(context.Background(), redislimit.Script, []string{s.key}, args...).Text()
 	}
 	require.NoError(s.t, err)
 	n := requests(s.t, reqs)
@@ -224,7 +231,7 @@ func TestScriptReadsRedisTimeAndRefusesForeignValues(t *testing.T) {
 		require.NoError(t, c.Set(ctx, "foreign", v, 0).Err())
 		_, err = c.Eval(ctx, redislimit.Script, []string{"foreign"}, 100_000, 3, 100_000, 0, t0, "", 0, 0, "1:-1").Result()
 		assert.ErrorContains(t, err, "does not hold a sluice TAT", "%q", v)
-		_, err = c.Eval(ctx, redislimit.LeanScript, []string{"foreign"}, redislimit.LeanArgs(3, 100_000, 0, t0, -1, 100_000, 0)).Result()
+		_, err = c.Eval(ctx, redislimit.LeanScript, []string{"foreign"}, redislimit.LeanArgs(3, 100_000, 0, t0, -1, 100_000, 0, 0, 0)).Result()
 		assert.ErrorContains(t, err, "does not hold a sluice TAT", "%q", v)
 	}
 	require.NoError(t, c.LPush(ctx, "list", "x").Err())
@@ -233,7 +240,8 @@ func TestScriptReadsRedisTimeAndRefusesForeignValues(t *testing.T) {
 }
 
 // TestLeanScriptDecidesAsTheBatchScript runs random lone requests (costs,
-// max waits, instants) through the one-request script on one key and
+// max waits, instants, and for a third of them a floor from a second
+// behind to two ahead) through the one-request script on one key and
 // through the batch script on another, and requires the same answers and
 // the same values.
 func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
@@ -250,9 +258,15 @@ func TestLeanScriptDecidesAsTheBatchScript(t *testing.T) {
 		now += rng.Int64N(700_000)
 		cost := 1 + rng.Int64N(4)
 		mw := []int64{-1, 0, rng.Int64N(1_500_000)}[rng.IntN(3)]
+		var fw, ff int64
+		batch.floor = ""
+		if rng.IntN(3) == 0 {
+			fw, ff = now-1_000_000+rng.Int64N(3_000_000), rng.Int64N(cc)
+			batch.floor = floorArg(fw, ff)
+		}
 		want := batch.run(now, "", 0, 0, fmt.Sprintf("%d:%d", cost, mw))
 		res, err := c.EvalSha(ctx, redislimit.LeanScriptSHA, []string{"lean"},
-			redislimit.LeanArgs(cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc)).Text()
+			redislimit.LeanArgs(cc, tauW, tauF, now, mw, cost*p/cc, cost*p%cc, fw, ff)).Text()
 		require.NoError(t, err)
 		require.Len(t, res, 56, "request %d", i)
 		head := floats(t, res[:24])
@@ -277,7 +291,7 @@ func sevenPerSecond(t *testing.T, c *redis.Client, key string) (s script, lean f
 			return 0
 		}
 		res, err := c.EvalSha(context.Background(), redislimit.LeanScriptSHA, []string{"lean:" + key},
-			redislimit.LeanArgs(cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc)).Text()
+			redislimit.LeanArgs(cc, tau/cc, tau%cc, now, mw, cost*p/cc, cost*p%cc, 0, 0)).Text()
 		require.NoError(t, err)
 		return floats(t, res[:24])[2]
 	}
