@@ -50,7 +50,24 @@ type hangLimiters struct {
 
 func newHangLimiters(t *testing.T, c redis.UniversalClient, opts ...redislimit.Option) hangLimiters {
 	t.Helper()
-	opts = append([]redislimit.Option{redislimit.WithCallTimeout(hangTimeout)}, opts...)
+	// Warmed first with a patient call timeout: the scripts loaded and the
+	// client's connections dialled, which on a busy machine can take
+	// longer than hangTimeout and is not what these tests check.
+	warm := makeHangLimiters(t, c, append([]redislimit.Option{redislimit.WithCallTimeout(30 * time.Second)}, opts...))
+	for _, call := range warm.calls() {
+		require.NoError(t, call.f(), "warming up")
+	}
+	warm.close()
+	h := makeHangLimiters(t, c, append([]redislimit.Option{redislimit.WithCallTimeout(hangTimeout)}, opts...))
+	for _, call := range h.calls() {
+		require.NoError(t, call.f())
+	}
+	return h
+}
+
+// makeHangLimiters makes the three limiters, closed when t ends.
+func makeHangLimiters(t *testing.T, c redis.UniversalClient, opts []redislimit.Option) hangLimiters {
+	t.Helper()
 	l, err := redislimit.New(c, "hang:l", algorithms.PerSecond(1000), 100, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { l.Close() })
@@ -60,11 +77,13 @@ func newHangLimiters(t *testing.T, c redis.UniversalClient, opts ...redislimit.O
 	k, err := redislimit.NewKeyed(c, "hang:k:", algorithms.PerSecond(1000), 100, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { k.Close() })
-	h := hangLimiters{l, w, k}
-	for _, call := range h.calls() {
-		require.NoError(t, call.f())
-	}
-	return h
+	return hangLimiters{l, w, k}
+}
+
+func (h hangLimiters) close() {
+	h.l.Close()
+	h.w.Close()
+	h.k.Close()
 }
 
 type hangCall struct {
