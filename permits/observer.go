@@ -23,9 +23,10 @@ type Observer interface {
 }
 
 // WaitBuckets is the number of buckets of a WaitHistogram: bucket 0 counts
-// waits of at most 1µs, bucket i waits of at most 2^i µs (up to about 2.3
-// hours for the last but one), and the last every longer wait.
-const WaitBuckets = 24
+// waits of at most 1µs, bucket i waits of at most 2^i µs (2^32 µs, about
+// 71.6 minutes, for the last but one: a pause for a long Retry-After still
+// lands in a bucket of its own size), and the last every longer wait.
+const WaitBuckets = 34
 
 // A WaitHistogram counts waits into fixed exponential buckets with atomic
 // adds: an Observer that costs a few nanoseconds per granted Acquire and

@@ -684,6 +684,20 @@ func init() {
 // answer means. A refusal by the limit comes with its request, for what
 // the decision saw (Keyed's Quota).
 func (e *engine) acquire(ctx context.Context, name string, o op, cost int64) (*request, error) {
+	obs := e.cfg.obs
+	if obs == nil || o != opAcquire {
+		return e.decide(ctx, name, o, cost)
+	}
+	start := e.cfg.clock.Now()
+	r, err := e.decide(ctx, name, o, cost)
+	if err == nil {
+		obs.Waited(e.cfg.clock.Now().Sub(start))
+	}
+	return r, err
+}
+
+// decide is acquire, unobserved.
+func (e *engine) decide(ctx context.Context, name string, o op, cost int64) (*request, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

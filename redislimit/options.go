@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/permits"
 )
 
 // Option configures a Limiter or a Keyed.
@@ -18,6 +19,7 @@ type config struct {
 	open        bool          // WithFailOpen was given: fail open to openNum/openDen of the rate
 	openNum     int64
 	openDen     int64
+	obs         permits.Observer        // nil: none
 	serverNow   func() int64            // tests: the instant, in µs, the script decides at
 	beforeCall  func()                  // tests: called by the caller goroutine before each batch
 	onGrant     func(redis, cost int64) // tests: told of each grant, with Redis's instant in µs
@@ -109,4 +111,12 @@ func WithClock(clock actor.Clock) Option {
 			c.clock = clock
 		}
 	})
+}
+
+// WithObserver makes each granted Acquire tell o how long its caller
+// waited for it, from the call to its return, the round trip to Redis
+// included (permits.Observer; docs/observability.md). TryAcquire is not
+// reported. Without it (or with nil) nothing is called.
+func WithObserver(o permits.Observer) Option {
+	return optionFunc(func(c *config) { c.obs = o })
 }
