@@ -15,9 +15,9 @@ import (
 // Give it to the limiter: actor.WithObserver(rec), keyed.WithObserver(rec).
 //
 // OpenTelemetry has no asynchronous histogram, so the SDK aggregates each
-// Record as it is made: it costs several times what a
-// permits.WaitHistogram does per granted Acquire (BenchmarkWaited,
-// docs/observability.md). It needs only the metric API; where you make the
+// Record as it is made: it costs an order of magnitude more than a
+// permits.WaitHistogram per granted Acquire (BenchmarkWaited; the figures
+// are in docs/observability.md). It needs only the metric API; where you make the
 // SDK's readers, WaitProducer reads a WaitHistogram at collection time
 // instead and costs nothing more on the hot path.
 //
