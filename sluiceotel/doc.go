@@ -27,6 +27,15 @@
 //
 //	sluiceotel.Limiter("shared", func() permits.Stats { return rl.Stats().Stats })
 //
+// How long granted Acquires waited is a histogram, which the metric API
+// cannot observe asynchronously. A limiter made with a
+// permits.WaitHistogram as its observer (actor.WithObserver(h)) is read at
+// collection by a WaitProducer, given to the SDK's reader
+// (sdkmetric.WithProducer): a few nanoseconds per Acquire. A WaitRecorder
+// is an observer that records each wait into a synchronous histogram
+// instead: it needs only the API, but costs the SDK's aggregation on every
+// Acquire (BenchmarkWaited).
+//
 // The metrics, their instruments, units and attributes are listed in
 // docs/observability.md; package sluiceprom exports the same ones to
 // Prometheus directly.

@@ -81,3 +81,43 @@ func instrument(d metricdata.Aggregation) string {
 	}
 	return "?"
 }
+
+// The histogram's row in docs/observability.md names what a WaitProducer
+// and a WaitRecorder make: its name and unit.
+func TestTheDocumentedHistogramIsWhatTheWaitSourcesMake(t *testing.T) {
+	doc, err := os.ReadFile("../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for line := range strings.Lines(string(doc)) {
+		if cells := strings.Split(line, "|"); len(cells) > 5 && strings.Contains(cells[2], "Histogram") {
+			row = trim(cells[1]) + " " + trim(cells[3])
+		}
+	}
+	var h permits.WaitHistogram
+	p, err := sluiceotel.NewWaitProducer(sluiceotel.Waits("api", &h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mp, reader := newReader(t)
+	rec, err := sluiceotel.NewWaitRecorder(mp.Meter("test"), "api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Waited(0) // a synchronous instrument reports nothing until it records
+	produced, err := p.Produce(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for from, sm := range map[string][]metricdata.ScopeMetrics{"WaitProducer": produced, "WaitRecorder": rm.ScopeMetrics} {
+		m := sm[0].Metrics[0]
+		if made := m.Name + " " + m.Unit; made != row {
+			t.Errorf("%s makes %q; docs/observability.md says %q", from, made, row)
+		}
+	}
+}

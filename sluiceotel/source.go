@@ -109,12 +109,16 @@ func limiterSource(name string, nilStats bool, opts []SourceOption) Source {
 	return s
 }
 
-func (s *Source) limiterAttrs() attrs {
+func (s *Source) limiterAttrs() attrs { return attrs{metric.WithAttributeSet(s.limiterSet())} }
+
+// limiterSet is the attributes of a limiter's metrics: its name, and its
+// algorithm when the caller said it.
+func (s *Source) limiterSet() attribute.Set {
 	kv := []attribute.KeyValue{LimiterNameKey.String(s.name)}
 	if s.alg != "" {
 		kv = append(kv, AlgorithmKey.String(s.alg))
 	}
-	return attrsOf(kv...)
+	return attribute.NewSet(kv...)
 }
 
 // attrs is an attribute set as the options of an observation, made once

@@ -25,6 +25,12 @@
 //
 //	sluiceprom.Limiter("shared", func() permits.Stats { return rl.Stats().Stats })
 //
+// A limiter made with a permits.WaitHistogram as its observer
+// (actor.WithObserver(h), keyed.WithObserver(h)) also reports how long its
+// granted Acquires waited, as the histogram sluice_limiter_wait_seconds:
+//
+//	sluiceprom.Limiter("api", lim.Stats, sluiceprom.Waits(h))
+//
 // The metrics are those of package sluiceotel under Prometheus names
 // (sluice_limiter_granted_total, sluice_breaker_state...); the table is in
 // docs/observability.md.

@@ -25,6 +25,8 @@ var (
 	waiting  = metric{"sluice_limiter_waiting", "Acquires waiting for their answer now."}
 	keys     = metric{"sluice_limiter_keys", "Keys a keyed limiter holds now."}
 
+	waitSeconds = metric{"sluice_limiter_wait_seconds", "Time each granted Acquire waited, 0 for one granted at once."}
+
 	poolUsage = metric{"sluice_pool_usage", "Cost units a pool holds now."}
 	poolLimit = metric{"sluice_pool_limit", "Cost units a pool holds at most."}
 

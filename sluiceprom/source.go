@@ -13,10 +13,11 @@ import (
 // a limiter, a pool, a breaker or a retry budget. Make one with Limiter,
 // Keyed, Pool, Breaker or Budget.
 type Source struct {
-	kind string // "limiter", "breaker" or "budget": names are unique per kind
-	name string
-	alg  string
-	err  error // reported by NewCollector
+	kind  string // "limiter", "breaker" or "budget": names are unique per kind
+	name  string
+	alg   string
+	waits *waitsOption // nil: no wait histogram
+	err   error        // reported by NewCollector
 	// bind makes the source's descriptors and returns them with the
 	// function that sends its metrics at a scrape.
 	bind func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric))
@@ -44,7 +45,7 @@ func Limiter(name string, stats func() permits.Stats, opts ...SourceOption) Sour
 	s := limiterSource(name, stats == nil, opts)
 	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
 		d := s.limiterDescs()
-		lim := newLimiterMetrics(d)
+		lim := s.limiterMetrics(d)
 		return d.all, func(ch chan<- prometheus.Metric) { lim.send(ch, stats()) }
 	}
 	return s
@@ -56,7 +57,7 @@ func Keyed(name string, stats func() keyed.Stats, opts ...SourceOption) Source {
 	s := limiterSource(name, stats == nil, opts)
 	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
 		d := s.limiterDescs()
-		lim, nKeys := newLimiterMetrics(d), d.of(keys)
+		lim, nKeys := s.limiterMetrics(d), d.of(keys)
 		return d.all, func(ch chan<- prometheus.Metric) {
 			st := stats()
 			lim.send(ch, st.Stats)
@@ -72,7 +73,7 @@ func Pool(name string, stats func() actor.PoolStats, opts ...SourceOption) Sourc
 	s := limiterSource(name, stats == nil, opts)
 	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
 		d := s.limiterDescs()
-		lim, usage, limit := newLimiterMetrics(d), d.of(poolUsage), d.of(poolLimit)
+		lim, usage, limit := s.limiterMetrics(d), d.of(poolUsage), d.of(poolLimit)
 		return d.all, func(ch chan<- prometheus.Metric) {
 			st := stats()
 			lim.send(ch, st.Stats)
@@ -95,6 +96,8 @@ func limiterSource(name string, nilStats bool, opts []SourceOption) Source {
 		s.err = invalid("a limiter needs a name, got \"\"")
 	case nilStats:
 		s.err = invalid("limiter %q: the stats function is nil", name)
+	case s.waits != nil && s.waits.h == nil:
+		s.err = invalid("limiter %q: Waits needs a histogram, got nil", name)
 	}
 	return s
 }
@@ -103,11 +106,22 @@ func (s *Source) limiterDescs() *descs {
 	return &descs{labels: prometheus.Labels{NameLabel: s.name, AlgorithmLabel: s.alg}}
 }
 
-// limiterMetrics are the descriptors of the counters every limiter keeps.
-type limiterMetrics struct{ granted, rejected, refunded, canceled, waiting *prometheus.Desc }
+// limiterMetrics are the descriptors of the counters every limiter keeps,
+// and of its wait histogram when it has one.
+type limiterMetrics struct {
+	granted, rejected, refunded, canceled, waiting *prometheus.Desc
 
-func newLimiterMetrics(d *descs) limiterMetrics {
-	return limiterMetrics{d.of(granted), d.of(rejected), d.of(refunded), d.of(canceled), d.of(waiting)}
+	waits     *prometheus.Desc // nil: no histogram
+	histogram *permits.WaitHistogram
+}
+
+func (s *Source) limiterMetrics(d *descs) limiterMetrics {
+	m := limiterMetrics{granted: d.of(granted), rejected: d.of(rejected), refunded: d.of(refunded),
+		canceled: d.of(canceled), waiting: d.of(waiting)}
+	if s.waits != nil {
+		m.waits, m.histogram = d.of(waitSeconds), s.waits.h
+	}
+	return m
 }
 
 func (m limiterMetrics) send(ch chan<- prometheus.Metric, st permits.Stats) {
@@ -116,6 +130,9 @@ func (m limiterMetrics) send(ch chan<- prometheus.Metric, st permits.Stats) {
 	ch <- counter(m.refunded, st.Refunded)
 	ch <- counter(m.canceled, st.Canceled)
 	ch <- gauge(m.waiting, int64(st.Waiting))
+	if m.waits != nil {
+		ch <- waitHistogram(m.waits, m.histogram.Snapshot())
+	}
 }
 
 func counter(d *prometheus.Desc, v uint64) prometheus.Metric {

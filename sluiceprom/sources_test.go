@@ -21,11 +21,13 @@ import (
 var errDown = errors.New("down")
 
 // everySource returns a Collector of one source of every kind, after a
-// timeline that moves every figure off zero: a pool holding 2 of 3, a
+// timeline that moves every figure off zero: a pool holding 2 of 3 (with
+// a wait histogram), a
 // keyed limiter with 2 keys and a refusal, a breaker that opened, a
 // budget that refused a retry. Call it inside a synctest bubble.
 func everySource(t *testing.T) *sluiceprom.Collector {
-	pool, err := actor.NewPool(3)
+	var waits permits.WaitHistogram
+	pool, err := actor.NewPool(3, actor.WithObserver(&waits))
 	must(t, err)
 	t.Cleanup(func() { pool.Close() })
 	if _, err := pool.Acquire(t.Context(), 2); err != nil {
@@ -49,7 +51,7 @@ func everySource(t *testing.T) *sluiceprom.Collector {
 		b.TryWithdraw() // the third is refused
 	}
 	c, err := sluiceprom.NewCollector(
-		sluiceprom.Pool("db", pool.Stats),
+		sluiceprom.Pool("db", pool.Stats, sluiceprom.Waits(&waits)),
 		sluiceprom.Keyed("per-ip", perIP.Stats, sluiceprom.Algorithm("GCRA")),
 		sluiceprom.Breaker(br.Snapshot),
 		sluiceprom.Budget(b.Stats),
