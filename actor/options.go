@@ -1,6 +1,9 @@
 package actor
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Option configures a Limiter.
 type Option interface{ apply(*config) }
@@ -10,6 +13,7 @@ type config struct {
 	clock    Clock
 	maxWait  time.Duration // < 0: no limit
 	maxQueue int           // <= 0: no limit
+	logger   *slog.Logger  // WithLogger (log.go); nil: no lines
 }
 
 func defaults() config {
