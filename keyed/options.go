@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"log/slog"
 	"runtime"
 	"time"
 )
@@ -16,6 +17,7 @@ type config struct {
 	maxWait  time.Duration // < 0: no limit
 	maxQueue int           // <= 0: no limit
 	idle     time.Duration // how long a key stays full before it is dropped
+	logger   *slog.Logger  // WithLogger (log.go); nil: no lines
 	retired  func(e any)   // tests only (export_test.go): called right after the owner retires a cell
 	detached func(e any)   // tests only: called right after the owner detaches a cell, before the key's flags change
 	closed   func()        // tests only: called right after an Acquire closes its slot's gate without a lock, before any lock
