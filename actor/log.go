@@ -69,12 +69,15 @@ func (r *runtime) logPause(now, until int64) {
 }
 
 // logResumed writes the resumed line if a pause it logged has ended by
-// now. It runs on the owner, at every wake-up: one comparison without a
-// logger, two with one.
+// now. It runs on the owner, at every wake-up: inlined, one test of a bool
+// without a logger.
 func (r *runtime) logResumed(now int64) {
-	if !r.pause.on || r.paused > now {
-		return
+	if r.pause.on && r.paused <= now {
+		r.writeResumed()
 	}
+}
+
+func (r *runtime) writeResumed() {
 	r.pause.on = false
 	r.log(r.epoch.Add(time.Duration(r.paused)), msgResumed,
 		slog.Duration(keyPausedFor, time.Duration(r.paused-r.pause.start)))
