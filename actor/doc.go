@@ -14,6 +14,10 @@
 // weighted fair queueing against the other lanes', with priorities
 // (docs/fairness.md).
 //
+// WithLogger writes a line to a *slog.Logger when a Limiter's state
+// changes (a pause, its end, a new rate or burst), never per request; the
+// lines are in docs/observability.md.
+//
 // Testing with limiters inside (testing/synctest, goleak, where to create
 // them) is in docs/testing.md.
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"runtime"
 	"time"
 
@@ -88,4 +90,29 @@ func ExampleLimiter_Close() {
 	// Output:
 	// waiter: true
 	// later: sluice: limiter closed
+}
+
+// A logger tells the limiter's changes of state, never its requests.
+func ExampleWithLogger() {
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{} // for a stable output
+		}
+		return a
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: noTime}))
+	g, err := algorithms.NewGCRA(algorithms.PerSecond(10), 10)
+	if err != nil {
+		panic(err)
+	}
+	l := actor.MustNew(g, actor.WithName("llm"), actor.WithLogger(logger))
+	defer l.Close()
+	for range 100 {
+		l.Allow() // no line
+	}
+	_ = l.SetRate(algorithms.PerMinute(300))
+	_ = l.SetBurst(20)
+	// Output:
+	// level=INFO msg="sluice: limiter rate changed" sluice.limiter.name=llm rate=300/m
+	// level=INFO msg="sluice: limiter burst changed" sluice.limiter.name=llm burst=20
 }

@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/sluicehq/sluice/permits"
@@ -15,6 +16,7 @@ type config struct {
 	maxWait  time.Duration    // < 0: no limit
 	maxQueue int              // <= 0: no limit
 	obs      permits.Observer // nil: none
+	logger   *slog.Logger     // WithLogger (log.go); nil: no lines
 }
 
 func defaults() config {

@@ -44,6 +44,7 @@ type runtime struct {
 	last    int64                  // the latest instant read: the owner's time never runs back
 	arrived int64                  // the latest arrival stamp queued: arrivals keep their order in time
 	paused  int64                  // no grant before this instant (Pause)
+	pause   pauseLog               // the pause the log has told of (log.go)
 	expiry  expiryList
 }
 
@@ -534,6 +535,7 @@ func (r *runtime) reply(c *call, s status, n int64) {
 // the moment the owner is free again). The timer is armed from a fresh
 // reading too, so a stall never makes the next wake-up late as well.
 func (r *runtime) Schedule(now int64) (wake, at int64) {
+	r.logResumed(now)
 	for {
 		r.expiry.expire(now, r)
 		wake = r.grantDue(now)

@@ -60,6 +60,9 @@ func (l *Limiter) tune(rate algorithms.Rate, burst int64) error {
 	if res.status == stClosed {
 		return permits.ErrClosed
 	}
+	if res.err == nil {
+		l.logTuned(rate, burst)
+	}
 	return res.err
 }
 
@@ -135,6 +138,7 @@ func (r *runtime) control(c *call, _ int64) {
 			r.failTooLarge()
 		}
 	case opPause:
+		r.logPause(now, x.until)
 		if x.until > now {
 			r.hold(x.until)
 			r.paused = max(r.paused, x.until)

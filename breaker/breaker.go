@@ -80,7 +80,7 @@ func newBreaker(clock func() time.Time, opts []Option) (*Breaker, error) {
 		w := window.New(c.window)
 		b.win = &w
 	}
-	if c.onTransition != nil {
+	if c.deliver != nil {
 		b.hook = new(hookQueue)
 	}
 	if clock != nil {

@@ -42,7 +42,9 @@
 // any lock; a transition made while it runs is delivered as soon as it
 // returns, with no further call needed, and its delivery is bounded: a storm
 // of transitions keeps the latest four and counts the others, and passes from
-// caller to caller rather than holding one.
+// caller to caller rather than holding one. WithLogger writes a line per
+// transition (to a *slog.Logger) through the same delivery, never a line
+// per call.
 //
 // The breaker reads package time, so tests can drive it with
 // testing/synctest. See docs/resilience.md for the semantics in full, and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
@@ -106,4 +108,21 @@ func ExampleBreaker_ForceOpen() {
 	// breaker "payments": forced open, retry after 10s
 	// open true
 	// closed
+}
+
+// A logger writes a line for every transition, none per call.
+func ExampleWithLogger() {
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{} // for a stable output
+		}
+		return a
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: noTime}))
+	b, _ := breaker.New(breaker.WithName("payments"), breaker.WithLogger(logger))
+	b.ForceOpen()
+	b.Reset()
+	// Output:
+	// level=WARN msg="sluice: breaker opened" sluice.breaker.name=payments sluice.breaker.state.from=closed sluice.breaker.state.to=open
+	// level=INFO msg="sluice: breaker closed" sluice.breaker.name=payments sluice.breaker.state.from=open sluice.breaker.state.to=closed
 }

@@ -16,7 +16,8 @@ type pendingTransition struct {
 }
 
 // hookQueue holds the transitions not yet delivered, oldest at head. A
-// Breaker has one only when it has a hook. Guarded by the Breaker's mutex.
+// Breaker has one only when it has a hook or a logger (WithLogger), which
+// share it. Guarded by the Breaker's mutex.
 type hookQueue struct {
 	ring       [maxPending]pendingTransition
 	head, n    int8
@@ -146,7 +147,7 @@ func (b *Breaker) deliver() {
 		p := q.pop()
 		b.mu.Unlock()
 		start := time.Now()
-		b.cfg.onTransition(Transition{
+		b.cfg.deliver(Transition{
 			Name: b.cfg.name, From: State(p.from), To: State(p.to),
 			At: b.origin.Add(p.at), Dropped: p.dropped,
 		})

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"log/slog"
 	"math"
 	"time"
 
@@ -43,6 +44,8 @@ type config struct {
 	classify        func(error) Outcome
 	slow            time.Duration // 0: no slow-call threshold
 	onTransition    func(Transition)
+	logger          *slog.Logger     // WithLogger; nil: no lines
+	deliver         func(Transition) // the log line and the hook; nil: neither (delivery)
 }
 
 type optionFunc func(*config)
@@ -227,6 +230,7 @@ func newConfig(opts []Option) (config, error) {
 	if c.growth == 1 {
 		c.maxOpenTimeout = c.openTimeout
 	}
+	c.deliver = c.delivery()
 	return c, nil
 }
 

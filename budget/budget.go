@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"log/slog"
 	"math"
 	"math/bits"
 	"sync"
@@ -61,9 +62,11 @@ type RetryBudget struct {
 	reserve uint64
 	percent uint64
 
-	name   string
-	origin time.Time        // the creation instant; buckets are aligned to it
-	clock  func() time.Time // nil means package time
+	name      string
+	logger    *slog.Logger     // WithLogger (log.go); nil: no lines
+	exhausted bool             // guarded by mu: the last state the log told of
+	origin    time.Time        // the creation instant; buckets are aligned to it
+	clock     func() time.Time // nil means package time
 }
 
 // Option configures a RetryBudget. Of two options setting the same thing,
@@ -75,6 +78,7 @@ type config struct {
 	min     int
 	percent float64
 	name    string
+	logger  *slog.Logger
 }
 
 type optionFunc func(*config)
@@ -131,6 +135,7 @@ func newBudget(clock func() time.Time, opts []Option) (*RetryBudget, error) {
 		reserve: uint64(c.min) * uint64(c.ttl),
 		percent: uint64(math.Round(c.percent * nano)),
 		name:    c.name,
+		logger:  c.logger,
 		clock:   clock,
 		win:     window.New(c.ttl),
 	}
@@ -158,13 +163,19 @@ func (b *RetryBudget) Deposit() {
 func (b *RetryBudget) TryWithdraw() bool {
 	b.mu.Lock()
 	now := b.elapsed()
-	ok := b.balance(b.win.Totals(now)) >= 1
+	t := b.win.Totals(now)
+	balance := b.balance(t)
+	ok := balance >= 1
 	if ok {
 		b.win.Add(now, window.Counts{withdrawals: 1})
 	} else {
 		b.win.Add(now, window.Counts{refusals: 1})
 	}
+	changed := b.changed(ok)
 	b.mu.Unlock()
+	if changed {
+		b.logChange(b.origin.Add(now), ok, balance, t)
+	}
 	return ok
 }
 

@@ -26,6 +26,9 @@
 // was made, never later. With ttl 10s, a deposit made 0.5s after the
 // budget was created still counts at 9.999s and is gone at 10.0s.
 //
+// WithLogger writes a line when the budget is exhausted (a retry refused)
+// and when it recovers (the next retry allowed), never per call.
+//
 // The budget reads package time, so tests can drive it with testing/synctest.
 // Package retry spends it for you (retry.WithBudget); see docs/resilience.md
 // for how a budget, a circuit breaker and a rate limiter combine there.

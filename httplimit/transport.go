@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -107,6 +108,7 @@ type Transport struct {
 	attemptLimit time.Duration
 	onRetryHook  func(attempt int, wait time.Duration, resp *http.Response, err error)
 	jitter       func(time.Duration) time.Duration // pause.JitterAbove, or none in tests
+	logger       *slog.Logger                      // WithLogger; nil: no lines
 	n            counters
 }
 
@@ -153,7 +155,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		base: cfg.base, lim: permits.All(lim), cost: cfg.cost, settle: cfg.settle,
 		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
 		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
-		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove,
+		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove, logger: cfg.logger,
 	}
 	if cfg.noJitter {
 		t.jitter = func(time.Duration) time.Duration { return 0 }
@@ -268,12 +270,16 @@ func BreakerClassifier(err error) breaker.Outcome {
 }
 
 // pause pauses r's host, or with WithPauseLimiter every part of the
-// limiter that can pause, until the instant until.
-func (t *Transport) pause(r *http.Request, until time.Time) {
+// limiter that can pause, for wait from now: what se asked for, capped.
+func (t *Transport) pause(r *http.Request, se *StatusError, now time.Time, wait time.Duration) {
 	if !t.pauseLimiter {
-		t.hosts.Pause(hostOf(r), until)
+		host := hostOf(r)
+		if t.hosts.PauseAt(host, now, now.Add(wait)) && t.logger != nil {
+			t.logPaused(host, se.StatusCode, now, wait, se.Wait)
+		}
 		return
 	}
+	until := now.Add(wait)
 	for _, p := range t.pausers {
 		_ = p.Pause(until) // a closed part fails its Acquire anyway
 	}

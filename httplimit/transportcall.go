@@ -158,7 +158,7 @@ func (c *call) answered(resp *http.Response, p permits.Permit, done func(error),
 		if tooLong {
 			t.n.capped.Add(1)
 		}
-		t.pause(c.req, now.Add(min(se.Wait, t.maxPause)))
+		t.pause(c.req, se, now, min(se.Wait, t.maxPause))
 	}
 	// A 502 or 504 says the request may have reached the API: retried
 	// only where a network error would be.

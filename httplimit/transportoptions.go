@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -31,7 +32,8 @@ type transportConfig struct {
 	statuses       []int
 	attemptTimeout time.Duration
 	onRetry        func(attempt int, wait time.Duration, resp *http.Response, err error)
-	noJitter       bool // for the tests (export_test.go)
+	noJitter       bool         // for the tests (export_test.go)
+	logger         *slog.Logger // WithLogger (transportlog.go); nil: no lines
 }
 
 type transportOption func(*transportConfig)

@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -20,8 +21,12 @@ func (t *Transport) waitHost(ctx context.Context, r *http.Request) error {
 		return nil // the limiter carries the pause, in its FIFO order
 	}
 	now := time.Now()
-	until, ok := t.hosts.Until(hostOf(r), now)
+	host := hostOf(r)
+	until, ok, ended := t.hosts.Check(host, now)
 	if !ok {
+		if !ended.IsZero() && t.logger != nil {
+			t.log(ended, slog.LevelInfo, msgHostResumed, slog.String(keyHost, host))
+		}
 		return nil
 	}
 	wait := until.Sub(now)

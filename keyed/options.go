@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"log/slog"
 	"runtime"
 	"time"
 
@@ -19,6 +20,7 @@ type config struct {
 	maxQueue int              // <= 0: no limit
 	idle     time.Duration    // how long a key stays full before it is dropped
 	obs      permits.Observer // nil: none
+	logger   *slog.Logger     // WithLogger (log.go); nil: no lines
 	retired  func(e any)      // tests only (export_test.go): called right after the owner retires a cell
 	detached func(e any)      // tests only: called right after the owner detaches a cell, before the key's flags change
 	closed   func()           // tests only: called right after an Acquire closes its slot's gate without a lock, before any lock

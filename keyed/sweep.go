@@ -28,6 +28,7 @@ type sweep struct {
 	acc     int64  // the earliest instant a key visited by the pass is idle
 	due     int64  // the earliest instant the next pass should start; never: none
 	started int64  // the start of the last pass
+	evicted int    // the keys the pass under way dropped, for its log line
 }
 
 const never = math.MaxInt64
@@ -86,6 +87,7 @@ func (s *shard[K]) sweep(now int64) {
 		}
 		s.sw.i = end
 		done := end == len(t.slots)
+		live := s.live
 		if done {
 			s.shrink()
 		}
@@ -93,6 +95,7 @@ func (s *shard[K]) sweep(now int64) {
 		if done {
 			s.sw.t = nil
 			s.soon(s.sw.acc)
+			s.logEvicted(now, s.sw.evicted, live)
 			return
 		}
 		if s.o.Pending() {
@@ -150,6 +153,7 @@ func (s *shard[K]) visit(sl *slot, lk *look) {
 	}
 	s.dropSide(ident(e.h))
 	s.bury(sl)
+	s.sw.evicted++
 }
 
 // idleFrom returns the instant from which e, an entry nobody waits on,
@@ -187,6 +191,7 @@ func (s *shard[K]) visitCell(sl *slot, lk *look) {
 			hook(heldSlot[K]{s, sl})
 		}
 		s.bury(sl)
+		s.sw.evicted++
 		return
 	}
 	idle := lk.now + int64(recheck) // in use this very moment, or a large table

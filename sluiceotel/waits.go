@@ -17,7 +17,7 @@ const (
 
 // WaitBounds returns the upper bounds, in seconds and inclusive, of the
 // wait histogram's buckets: permits.WaitHistogram's, 1µs doubling to
-// 4.194304s; longer waits fall in the bucket past the last bound. Each
+// 4294.967296s (about 71.6 minutes); longer waits fall in the bucket past the last bound. Each
 // call returns a new slice.
 func WaitBounds() []float64 {
 	b := make([]float64, permits.WaitBuckets-1)

@@ -15,7 +15,7 @@ func (w *waitsOption) apply(s *Source) { s.waits = w }
 // granted Acquire waited, read from h at every scrape. h must be the
 // histogram the limiter was made with (actor.WithObserver(h),
 // keyed.WithObserver(h)). Its buckets are the histogram's own, so that a
-// scrape only copies them: upper bounds from 1µs doubling to 4.194304s
+// scrape only copies them: upper bounds from 1µs doubling to 4294.967296s (about 71.6 minutes)
 // (permits.WaitBuckets), every longer wait in +Inf alone.
 // A nil h is a configuration error of NewCollector.
 func Waits(h *permits.WaitHistogram) SourceOption { return &waitsOption{h} }

@@ -16,9 +16,8 @@ import (
 
 // waitText is the histogram of one Acquire granted at once and three
 // queued behind a 10/s limit, which wait 100, 200 and 300 ms: cumulative
-// buckets of WaitHistogram's 23 bounds in seconds (1µs doubling to
-// 4.194304s), the sum in
-// seconds, the count.
+// buckets of WaitHistogram's 33 bounds in seconds (1µs doubling to
+// 4294.967296s), the sum in seconds, the count.
 const waitText = `
 # HELP sluice_limiter_wait_seconds Time each granted Acquire waited, 0 for one granted at once.
 # TYPE sluice_limiter_wait_seconds histogram
@@ -45,6 +44,16 @@ sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="0.524288"} 4
 sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="1.048576"} 4
 sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="2.097152"} 4
 sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="4.194304"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="8.388608"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="16.777216"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="33.554432"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="67.108864"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="134.217728"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="268.435456"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="536.870912"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="1073.741824"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="2147.483648"} 4
+sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="4294.967296"} 4
 sluice_limiter_wait_seconds_bucket{algorithm="GCRA",name="api",le="+Inf"} 4
 sluice_limiter_wait_seconds_sum{algorithm="GCRA",name="api"} 0.6
 sluice_limiter_wait_seconds_count{algorithm="GCRA",name="api"} 4

@@ -27,30 +27,48 @@ type Table struct {
 
 // Pause makes dest paused until at least until; an earlier end never
 // shortens a later one.
-func (t *Table) Pause(dest string, until time.Time) {
+func (t *Table) Pause(dest string, until time.Time) { t.PauseAt(dest, time.Time{}, until) }
+
+// PauseAt is Pause, and reports whether it started a pause: dest was not
+// paused at now and is after it (for a log line per pause, not one per
+// response that extends it).
+func (t *Table) PauseAt(dest string, now, until time.Time) (started bool) {
 	end := until.UnixNano()
 	v, _ := t.m.LoadOrStore(dest, new(atomic.Int64))
 	p := v.(*atomic.Int64)
 	for {
 		cur := p.Load()
-		if cur >= end || p.CompareAndSwap(cur, end) {
-			return
+		if cur >= end {
+			return false
+		}
+		if p.CompareAndSwap(cur, end) {
+			return cur <= now.UnixNano() && end > now.UnixNano()
 		}
 	}
 }
 
 // Until returns the end of dest's pause, if it is paused at now.
 func (t *Table) Until(dest string, now time.Time) (time.Time, bool) {
+	until, ok, _ := t.Check(dest, now)
+	return until, ok
+}
+
+// Check is Until, and also returns the end of a pause that had passed by
+// now, which this call dropped from the table: a pause's end is returned
+// once, to one caller (for a log line), and is zero otherwise.
+func (t *Table) Check(dest string, now time.Time) (until time.Time, paused bool, ended time.Time) {
 	v, ok := t.m.Load(dest)
 	if !ok {
-		return time.Time{}, false
+		return time.Time{}, false, time.Time{}
 	}
 	end := v.(*atomic.Int64).Load()
 	if end <= now.UnixNano() {
-		t.m.CompareAndDelete(dest, v)
-		return time.Time{}, false
+		if t.m.CompareAndDelete(dest, v) {
+			ended = time.Unix(0, end)
+		}
+		return time.Time{}, false, ended
 	}
-	return time.Unix(0, end), true
+	return time.Unix(0, end), true, time.Time{}
 }
 
 // JitterAbove draws what is added to a wait of d: uniform on [0, spread],
