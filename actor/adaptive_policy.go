@@ -1,0 +1,199 @@
+package actor
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/scheduler"
+)
+
+// The adaptive pool's word packs what the fast path decides on, so that
+// one CAS sees the count and the limit together and a lowered limit is
+// never passed by an admission that read the old one:
+//
+//	bit 63       the gate: waiters are queued, the fast path is closed
+//	bits 32..62  the limit
+//	bits 0..31   units in flight (at most the highest limit ever set)
+//
+// A release subtracts from the low bits alone: they hold at least what is
+// released, so no borrow reaches the limit.
+const (
+	adGate      = uint64(1) << 63
+	adShift     = 32
+	adCount     = uint64(1)<<adShift - 1
+	adLimits    = ^adGate &^ adCount
+	maxCeiling  = int64(1)<<31 - 1
+	sampleEvery = time.Millisecond // how long samples gather before the owner decides on them
+)
+
+func adInFlight(w uint64) int64 { return int64(w & adCount) }
+func adLimit(w uint64) int64    { return int64(w & adLimits >> adShift) }
+
+// adaptivePolicy is a pool whose size is the limit in its word, moved by a
+// controller on the owner goroutine. Any goroutine may add units while the
+// gate is open and the limit allows, and give units back at any time; only
+// the owner adds units while it is closed, sets the limit and opens and
+// closes the gate.
+type adaptivePolicy struct {
+	word           atomic.Uint64
+	floor, ceiling int64
+	ctl            Controller
+	samples        atomic.Pointer[adSlot] // a stack of reported outcomes, newest first
+	recycle        func(*adSlot)
+
+	// owned by the loop
+	due int64 // when the gathered samples are decided on; 0: none gathered
+
+	// counted by the loop, read by Stats
+	nSamples, nSignals, nChanges atomic.Int64
+}
+
+// take adds cost if the gate is open and it fits under the limit. open
+// reports whether the gate was open; w is the word it decided on.
+func (q *adaptivePolicy) take(cost int64) (ok, open bool, w uint64) {
+	for {
+		w = q.word.Load()
+		if w&adGate != 0 {
+			return false, false, w
+		}
+		if adInFlight(w)+cost > adLimit(w) {
+			return false, true, w
+		}
+		if q.word.CompareAndSwap(w, w+uint64(cost)) {
+			return true, true, w + uint64(cost)
+		}
+	}
+}
+
+// admit is poolPolicy.admit on the packed word: a denial of a request that
+// will wait closes the gate in the CAS that observed the count.
+func (q *adaptivePolicy) admit(_, cost int64, wait bool) (bool, int64) {
+	for {
+		w := q.word.Load()
+		if adInFlight(w)+cost <= adLimit(w) {
+			if q.word.CompareAndSwap(w, w+uint64(cost)) {
+				return true, 0
+			}
+			continue
+		}
+		if !wait || w&adGate != 0 || q.word.CompareAndSwap(w, w|adGate) {
+			return false, 0
+		}
+	}
+}
+
+func (q *adaptivePolicy) decide(_, cost int64) (bool, int64) { return q.admit(0, cost, false) }
+
+func (q *adaptivePolicy) predict(*scheduler.Queue[*call], int64, int64, int64, bool) (int64, bool) {
+	return 0, false
+}
+
+func (q *adaptivePolicy) queued(int64, int64)          {}
+func (q *adaptivePolicy) dropped()                     {}
+func (q *adaptivePolicy) removed()                     {}
+func (q *adaptivePolicy) tail() (int64, bool)          { return 0, false }
+func (q *adaptivePolicy) receipt() algorithms.Receipt  { return algorithms.Receipt{} }
+func (q *adaptivePolicy) admitted(at, now int64) int64 { return max(at, now) }
+func (q *adaptivePolicy) quota() (int64, int64)        { return -1, 0 }
+
+func (q *adaptivePolicy) idle() {
+	for {
+		w := q.word.Load()
+		if w&adGate == 0 || q.word.CompareAndSwap(w, w&^adGate) {
+			return
+		}
+	}
+}
+
+// setLimit replaces the limit, keeping the count and the gate.
+func (q *adaptivePolicy) setLimit(l int64) {
+	for {
+		w := q.word.Load()
+		if adLimit(w) == l || q.word.CompareAndSwap(w, w&^adLimits|uint64(l)<<adShift) {
+			return
+		}
+	}
+}
+
+// report pushes s for the owner and reports whether the owner must be
+// poked: the stack was empty, so no wake-up has been asked for it yet.
+func (q *adaptivePolicy) report(s *adSlot) bool {
+	for {
+		h := q.samples.Load()
+		s.next = h
+		if q.samples.CompareAndSwap(h, s) {
+			return h == nil
+		}
+	}
+}
+
+// tick is the controller's turn (runtime.Schedule): samples gather for
+// sampleEvery from the poke of the first, so that a busy pool wakes its
+// owner about once a millisecond, not once a release; then the controller
+// sees each, oldest first, and the limit it settles on is published in the
+// word, before the heads are served. A sample pushed after the swap finds
+// the stack empty and pokes again.
+func (q *adaptivePolicy) tick(now int64) int64 {
+	if q.due == 0 {
+		if q.samples.Load() == nil {
+			return 0
+		}
+		q.due = now + int64(sampleEvery)
+	}
+	if now < q.due {
+		return q.due
+	}
+	q.due = 0
+	var old *adSlot
+	for s := q.samples.Swap(nil); s != nil; {
+		next := s.next
+		s.next, old = old, s // reversed: oldest first
+		s = next
+	}
+	limit := adLimit(q.word.Load())
+	for s := old; s != nil; {
+		next := s.next
+		limit = q.update(s, limit)
+		q.recycle(s)
+		s = next
+	}
+	q.setLimit(limit)
+	return 0
+}
+
+// update tells the controller of one sample and clamps its answer.
+func (q *adaptivePolicy) update(s *adSlot, limit int64) int64 {
+	smp := Sample{Outcome: s.outcome, RTT: time.Duration(s.done - s.granted),
+		InFlight: s.inFlight, At: time.Duration(s.done)}
+	q.nSamples.Add(1)
+	if smp.overloaded() {
+		q.nSignals.Add(1)
+	}
+	l := min(max(q.ctl.Update(smp, limit), q.floor), q.ceiling)
+	if l != limit {
+		q.nChanges.Add(1)
+	}
+	return l
+}
+
+// adSlot is a permit's token and what its pool records of it: the grant,
+// and, once reported, the outcome. It travels to the owner on the sample
+// stack and is recycled by the owner after the controller has seen it.
+type adSlot struct {
+	tok           permits.Token
+	granted, done int64 // ns on the pool's timeline
+	inFlight      int64
+	outcome       Outcome
+	next          *adSlot
+	pool          *AdaptivePool // the pool whose token it is
+}
+
+// tick runs the policy's own work, if it has any (adaptivePolicy.tick).
+func (r *runtime) tick(now int64) int64 {
+	if t, ok := r.pol.(*adaptivePolicy); ok {
+		return t.tick(now)
+	}
+	return 0
+}
