@@ -39,6 +39,7 @@ type AdaptivePool struct {
 	pol   *adaptivePolicy
 	cfg   adaptiveConfig
 	slots sync.Pool // *adSlot, each its permit's token
+	mono  bool      // the clock is package time's: stamp reads it alone
 }
 
 // NewAdaptivePool returns a pool whose limit ctl moves, and starts its
@@ -55,8 +56,10 @@ func NewAdaptivePool(ctl Controller, opts ...AdaptiveOption) (*AdaptivePool, err
 	if err := cfg.validate(ctl); err != nil {
 		return nil, err
 	}
-	p := &AdaptivePool{cfg: cfg}
-	p.pol = &adaptivePolicy{floor: cfg.floor, ceiling: cfg.ceiling, ctl: ctl, recycle: p.recycle}
+	_, mono := cfg.clock.(systemClock)
+	p := &AdaptivePool{cfg: cfg, mono: mono}
+	p.pol = &adaptivePolicy{floor: cfg.floor, ceiling: cfg.ceiling, ctl: ctl}
+	p.pol.ring.init()
 	p.pol.word.Store(uint64(cfg.initial) << adShift)
 	p.slots.New = func() any {
 		s := &adSlot{pool: p}

@@ -36,11 +36,11 @@ type phase struct {
 // modelRun is what one phase measured: the limit over time, the
 // latencies of the requests served, and what became of the others.
 type modelRun struct {
-	limits    []int64 // Limit, every 10 ms
+	limits    []int64         // Limit, every 10 ms
 	latencies []time.Duration // from skip on
 	served    int64           // from skip on
-	shed      int64 // refused by the pool
-	refused   int64 // refused by the downstream (Overload)
+	shed      int64           // refused by the pool
+	refused   int64           // refused by the downstream (Overload)
 	maxLimit  int64
 }
 

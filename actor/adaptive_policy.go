@@ -40,8 +40,7 @@ type adaptivePolicy struct {
 	word           atomic.Uint64
 	floor, ceiling int64
 	ctl            Controller
-	samples        atomic.Pointer[adSlot] // a stack of reported outcomes, newest first
-	recycle        func(*adSlot)
+	ring           sampleRing // reported outcomes, on their way to the owner
 
 	// owned by the loop
 	due int64 // when the gathered samples are decided on; 0: none gathered
@@ -117,27 +116,14 @@ func (q *adaptivePolicy) setLimit(l int64) {
 	}
 }
 
-// report pushes s for the owner and reports whether the owner must be
-// poked: the stack was empty, so no wake-up has been asked for it yet.
-func (q *adaptivePolicy) report(s *adSlot) bool {
-	for {
-		h := q.samples.Load()
-		s.next = h
-		if q.samples.CompareAndSwap(h, s) {
-			return h == nil
-		}
-	}
-}
-
 // tick is the controller's turn (runtime.Schedule): samples gather for
 // sampleEvery from the poke of the first, so that a busy pool wakes its
 // owner about once a millisecond, not once a release; then the controller
-// sees each, oldest first, and the limit it settles on is published in the
-// word, before the heads are served. A sample pushed after the swap finds
-// the stack empty and pokes again.
+// sees each, in the order reported, and the limit it settles on is
+// published in the word, before the heads are served.
 func (q *adaptivePolicy) tick(now int64) int64 {
 	if q.due == 0 {
-		if q.samples.Load() == nil {
+		if q.ring.empty() {
 			return 0
 		}
 		q.due = now + int64(sampleEvery)
@@ -146,27 +132,18 @@ func (q *adaptivePolicy) tick(now int64) int64 {
 		return q.due
 	}
 	q.due = 0
-	var old *adSlot
-	for s := q.samples.Swap(nil); s != nil; {
-		next := s.next
-		s.next, old = old, s // reversed: oldest first
-		s = next
-	}
 	limit := adLimit(q.word.Load())
-	for s := old; s != nil; {
-		next := s.next
-		limit = q.update(s, limit)
-		q.recycle(s)
-		s = next
+	if q.ring.take(func(c *sampleCell) { limit = q.update(c, limit) }) {
+		q.due = now + int64(sampleEvery) // a producer is writing its cell: come back for it
 	}
 	q.setLimit(limit)
-	return 0
+	return q.due
 }
 
 // update tells the controller of one sample and clamps its answer.
-func (q *adaptivePolicy) update(s *adSlot, limit int64) int64 {
-	smp := Sample{Outcome: s.outcome, RTT: time.Duration(s.done - s.granted),
-		InFlight: s.inFlight, At: time.Duration(s.done)}
+func (q *adaptivePolicy) update(c *sampleCell, limit int64) int64 {
+	smp := Sample{Outcome: c.outcome, RTT: time.Duration(c.done - c.granted),
+		InFlight: c.inFlight, At: time.Duration(c.done)}
 	q.nSamples.Add(1)
 	if smp.overloaded() {
 		q.nSignals.Add(1)
@@ -178,16 +155,12 @@ func (q *adaptivePolicy) update(s *adSlot, limit int64) int64 {
 	return l
 }
 
-// adSlot is a permit's token and what its pool records of it: the grant,
-// and, once reported, the outcome. It travels to the owner on the sample
-// stack and is recycled by the owner after the controller has seen it.
+// adSlot is a permit's token and what its pool records of its grant.
 type adSlot struct {
-	tok           permits.Token
-	granted, done int64 // ns on the pool's timeline
-	inFlight      int64
-	outcome       Outcome
-	next          *adSlot
-	pool          *AdaptivePool // the pool whose token it is
+	tok      permits.Token
+	granted  int64 // ns on the pool's timeline
+	inFlight int64
+	pool     *AdaptivePool // the pool whose token it is
 }
 
 // tick runs the policy's own work, if it has any (adaptivePolicy.tick).
