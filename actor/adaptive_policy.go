@@ -38,6 +38,7 @@ func adLimit(w uint64) int64    { return int64(w & adLimits >> adShift) }
 // closes the gate.
 type adaptivePolicy struct {
 	word           atomic.Uint64
+	_              [56]byte // the fast path's line, apart from the ring's
 	floor, ceiling int64
 	ctl            Controller
 	ring           sampleRing // reported outcomes, on their way to the owner

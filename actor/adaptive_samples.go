@@ -12,8 +12,10 @@ import "sync/atomic"
 // samples as on all of them.
 type sampleRing struct {
 	tail  atomic.Uint64 // next cell to reserve
-	head  atomic.Uint64 // next cell the owner reads; written by the owner only
+	_     [56]byte      // tail is the producers' line, head the owner's
+	head  atomic.Uint64 // next cell the owner reads; written by the owner only, once a drain
 	lost  atomic.Int64
+	_     [48]byte
 	cells [ringSize]sampleCell
 }
 
@@ -67,8 +69,12 @@ func (r *sampleRing) take(f func(c *sampleCell)) (pending bool) {
 		f(c)
 		c.seq.Store(pos + ringSize)
 		pos++
-		r.head.Store(pos)
 	}
+	// Once, not per cell: a producer reads head on every put, and a line
+	// the owner wrote per cell would travel between the cores each time.
+	// A producer that saw the old head does not poke; the check below
+	// finds its cell and keeps the timer armed.
+	r.head.Store(pos)
 	return r.tail.Load() != pos
 }
 

@@ -8,6 +8,7 @@ type AdaptiveStats struct {
 	Floor, Ceiling   int64
 	Samples, Signals int64 // outcomes the controller saw; those that were Overload or Timeout
 	Changes          int64 // times the limit moved
+	Lost             int64 // outcomes dropped because the owner's ring was full
 }
 
 // Stats returns the counters. They are read one by one, not as one atomic
@@ -18,5 +19,6 @@ func (p *AdaptivePool) Stats() AdaptiveStats {
 		PoolStats: PoolStats{Stats: p.rt.stats(), Size: adLimit(w), InFlight: adInFlight(w)},
 		Floor:     p.pol.floor, Ceiling: p.pol.ceiling,
 		Samples: p.pol.nSamples.Load(), Signals: p.pol.nSignals.Load(), Changes: p.pol.nChanges.Load(),
+		Lost: p.pol.ring.lost.Load(),
 	}
 }
