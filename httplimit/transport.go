@@ -107,6 +107,7 @@ type Transport struct {
 	attemptLimit time.Duration
 	onRetryHook  func(attempt int, wait time.Duration, resp *http.Response, err error)
 	jitter       func(time.Duration) time.Duration // pause.JitterAbove, or none in tests
+	adaptive     *hostPools                        // WithAdaptiveConcurrency, or nil
 	n            counters
 }
 
@@ -139,6 +140,11 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		}
 		cfg.budget = b
 	}
+	if cfg.adaptive != nil {
+		if err := cfg.adaptive.validate(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.attemptTimeout < 0 {
 		return nil, configerr.Errorf("httplimit", "the attempt timeout must not be negative, got %v", cfg.attemptTimeout)
 	}
@@ -153,7 +159,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		base: cfg.base, lim: permits.All(lim), cost: cfg.cost, settle: cfg.settle,
 		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
 		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
-		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove,
+		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove, adaptive: cfg.adaptive,
 	}
 	if cfg.noJitter {
 		t.jitter = func(time.Duration) time.Duration { return 0 }

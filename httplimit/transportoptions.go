@@ -31,7 +31,8 @@ type transportConfig struct {
 	statuses       []int
 	attemptTimeout time.Duration
 	onRetry        func(attempt int, wait time.Duration, resp *http.Response, err error)
-	noJitter       bool // for the tests (export_test.go)
+	noJitter       bool       // for the tests (export_test.go)
+	adaptive       *hostPools // WithAdaptiveConcurrency
 }
 
 type transportOption func(*transportConfig)
