@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -37,14 +38,20 @@ func adLimit(w uint64) int64    { return int64(w & adLimits >> adShift) }
 // the owner adds units while it is closed, sets the limit and opens and
 // closes the gate.
 type adaptivePolicy struct {
-	word           atomic.Uint64
-	_              [56]byte // the fast path's line, apart from the ring's
+	word atomic.Uint64
+	_    [56]byte // each line below is written by other hands than the next
+
+	// read-mostly: every Acquire reads them
 	floor, ceiling int64
 	ctl            Controller
-	ring           sampleRing // reported outcomes, on their way to the owner
+	mask           atomic.Uint32 // stride−1: one grant in stride is stamped (restride)
+	_              [28]byte
+
+	ring sampleRing // reported outcomes, on their way to the owner
 
 	// owned by the loop
-	due int64 // when the gathered samples are decided on; 0: none gathered
+	due      int64 // when the gathered samples are decided on; 0: none gathered
+	lostSeen int64 // ring.lost at the last drain
 
 	// counted by the loop, read by Stats
 	nSamples, nSignals, nChanges atomic.Int64
@@ -133,12 +140,43 @@ func (q *adaptivePolicy) tick(now int64) int64 {
 		return q.due
 	}
 	q.due = 0
-	limit := adLimit(q.word.Load())
-	if q.ring.take(func(c *sampleCell) { limit = q.update(c, limit) }) {
+	limit, n := adLimit(q.word.Load()), int64(0)
+	if q.ring.take(func(c *sampleCell) { limit = q.update(c, limit); n++ }) {
 		q.due = now + int64(sampleEvery) // a producer is writing its cell: come back for it
 	}
 	q.setLimit(limit)
+	lost := q.ring.lost.Load()
+	q.restride(n + lost - q.lostSeen) // the lost ones stood for requests too
+	q.lostSeen = lost
 	return q.due
+}
+
+// Latency sampling. A controller decides on about 8 fresh samples a round
+// trip; a busy pool completes thousands, and each latency costs two clock
+// reads (about 28 ns each on the machine of docs/benchmarks.md) and a cell
+// of the ring. So once a drain finds more than sampleTarget samples, only
+// one grant in stride (a power of two, at most maxStride) is stamped,
+// picked at random: the others report load signals but no latency.
+const (
+	sampleTarget = 64
+	maxStride    = 256
+)
+
+// restride sets the stride from the n samples of the last drain: at
+// stride s they stand for about n·s requests.
+func (q *adaptivePolicy) restride(n int64) {
+	total := n * int64(q.mask.Load()+1)
+	stride := int64(1)
+	for stride < maxStride && total/(stride*2) >= sampleTarget {
+		stride *= 2
+	}
+	q.mask.Store(uint32(stride - 1))
+}
+
+// sampled reports whether a grant is to be stamped. Any goroutine.
+func (q *adaptivePolicy) sampled() bool {
+	m := q.mask.Load()
+	return m == 0 || rand.Uint32()&m == 0
 }
 
 // update tells the controller of one sample and clamps its answer.

@@ -11,9 +11,15 @@ import (
 // on a recycled slot that records the grant.
 func (p *AdaptivePool) permit(cost int64, w uint64) permits.Permit {
 	s := p.slots.Get().(*adSlot)
-	s.granted, s.inFlight = p.stamp(), adInFlight(w)
+	s.granted, s.inFlight = unstamped, adInFlight(w)
+	if p.pol.sampled() {
+		s.granted = p.stamp()
+	}
 	return permits.NewPermit(cost, p, &s.tok)
 }
+
+// unstamped marks a grant whose latency is not sampled (restride).
+const unstamped = -1
 
 func (p *AdaptivePool) result(ctx context.Context, res result, cost int64) (permits.Permit, error) {
 	switch res.status {
@@ -35,8 +41,15 @@ func (p *AdaptivePool) release(pm permits.Permit, o Outcome) {
 	}
 	s := pm.Token().Value.(*adSlot)
 	poke := w&adGate != 0
-	if o != Dropped && o <= Timeout {
+	switch {
+	case o == Dropped || o > Timeout:
+	case s.granted != unstamped:
 		poke = p.pol.ring.put(s.granted, p.stamp(), s.inFlight, o) || poke
+	case o != Success:
+		// A load signal counts whether or not its latency was sampled: it
+		// goes with an RTT of 0, granted as it ended.
+		now := p.stamp()
+		poke = p.pol.ring.put(now, now, s.inFlight, o) || poke
 	}
 	p.slots.Put(s)
 	if poke {

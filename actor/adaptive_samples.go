@@ -51,8 +51,10 @@ func (r *sampleRing) put(granted, done, inFlight int64, o Outcome) (poke bool) {
 			c.seq.Store(pos + 1)
 			return r.head.Load() == pos
 		case seq < pos:
-			r.lost.Add(1) // full: the owner has not read this cell's last round
-			return true
+			// Full: the owner has not read this cell's last round. The put
+			// that found the ring empty has asked for a wake-up already.
+			r.lost.Add(1)
+			return false
 		}
 	}
 }
