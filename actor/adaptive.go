@@ -27,7 +27,10 @@ import (
 //
 // The controller runs on the pool's owner goroutine, which sees every
 // outcome in the order reported, so it needs no lock; outcomes gather for
-// a millisecond before it decides on them. The fast path stays lock-free:
+// a millisecond before it decides on them. A busy pool measures the
+// latency of one grant in a stride, not of each, and counts every load
+// signal; what Acquire plus Done costs against a Pool is measured in
+// docs/adaptive.md (Cost). The fast path stays lock-free:
 // count and limit share one atomic word, so an admission never passes a
 // lowered limit. A lowered limit takes no permit back: those granted
 // before it drain, and no new one is granted until the count is under it.
