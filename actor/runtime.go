@@ -537,10 +537,13 @@ func (r *runtime) reply(c *call, s status, n int64) {
 func (r *runtime) Schedule(now int64) (wake, at int64) {
 	r.logResumed(now)
 	for {
+		tick := r.tick(now) // before the heads: a limit it raises grants them now
 		r.expiry.expire(now, r)
 		wake = r.grantDue(now)
-		if e := r.expiry.next(r); e != 0 && (wake == 0 || e < wake) {
-			wake = e
+		for _, e := range [...]int64{r.expiry.next(r), tick} {
+			if e != 0 && (wake == 0 || e < wake) {
+				wake = e
+			}
 		}
 		if wake == 0 && r.paused > now {
 			wake = r.paused // to reopen the lock-free paths when the pause ends

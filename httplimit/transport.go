@@ -109,6 +109,7 @@ type Transport struct {
 	onRetryHook  func(attempt int, wait time.Duration, resp *http.Response, err error)
 	jitter       func(time.Duration) time.Duration // pause.JitterAbove, or none in tests
 	logger       *slog.Logger                      // WithLogger; nil: no lines
+	adaptive     *hostPools                        // WithAdaptiveConcurrency, or nil
 	n            counters
 }
 
@@ -141,6 +142,11 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		}
 		cfg.budget = b
 	}
+	if cfg.adaptive != nil {
+		if err := cfg.adaptive.validate(); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.attemptTimeout < 0 {
 		return nil, configerr.Errorf("httplimit", "the attempt timeout must not be negative, got %v", cfg.attemptTimeout)
 	}
@@ -156,6 +162,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
 		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
 		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove, logger: cfg.logger,
+		adaptive: cfg.adaptive,
 	}
 	if cfg.noJitter {
 		t.jitter = func(time.Duration) time.Duration { return 0 }

@@ -76,12 +76,20 @@ func (c *call) attempt(ctx context.Context) error {
 		c.unsent(r)
 		return &attemptError{err: err}
 	}
+	hp, err := t.acquireHost(ctx, r)
+	if err != nil {
+		end()
+		c.unsent(r)
+		giveBack(p)
+		return &attemptError{err: err}
+	}
 	var done func(error)
 	if t.br != nil {
 		if done, err = t.br.Allow(); err != nil {
 			end()
 			c.unsent(r)
 			giveBack(p)
+			hp.end(nil, errNotSent)
 			// Nothing was sent, but waiting out an open breaker's
 			// RetryAfter (or a half-open one's timeout) inside RoundTrip
 			// would hold the caller for as long: the refusal goes back at
@@ -93,6 +101,7 @@ func (c *call) attempt(ctx context.Context) error {
 		c.sent = true
 	}
 	resp, err := c.send(r, cancel)
+	hp.end(resp, err) // the host's latency is its time to the headers
 	if err != nil {
 		end()
 		if done != nil {

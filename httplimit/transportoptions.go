@@ -34,6 +34,7 @@ type transportConfig struct {
 	onRetry        func(attempt int, wait time.Duration, resp *http.Response, err error)
 	noJitter       bool         // for the tests (export_test.go)
 	logger         *slog.Logger // WithLogger (transportlog.go); nil: no lines
+	adaptive       *hostPools   // WithAdaptiveConcurrency
 }
 
 type transportOption func(*transportConfig)

@@ -101,3 +101,13 @@ func (unlimited) TryAcquire(cost int64) (Permit, error) {
 	}
 	return Permit{cost: cost}, nil
 }
+
+// Claim moves p's token to its next generation, as Release does, but does
+// not call the owner: it reports whether p was the live permit (false for a
+// copy of a permit released already, or for a permit with no owner). It is
+// for a limiter whose release takes an argument (an adaptive pool's
+// outcome): it claims the permit, then gives the capacity back itself, so
+// that a permit still counts once whether it is released or claimed.
+func (p Permit) Claim() bool {
+	return p.token != nil && p.token.gen.CompareAndSwap(p.gen, p.gen+1)
+}
