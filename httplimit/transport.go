@@ -129,6 +129,41 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 			o.applyTransport(&cfg)
 		}
 	}
+	statuses, err := cfg.complete()
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{
+		base: cfg.base, lim: permits.All(lim), cost: cfg.cost, settle: cfg.settle,
+		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
+		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
+		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove, logger: cfg.logger,
+		adaptive: cfg.adaptive,
+	}
+	if cfg.noJitter {
+		t.jitter = func(time.Duration) time.Duration { return 0 }
+	}
+	permits.Each(lim, func(part permits.Limiter) {
+		if !t.pauseLimiter {
+			return
+		}
+		if p, ok := part.(Pauser); ok {
+			t.pausers = append(t.pausers, p)
+		}
+	})
+	ropts := append(append([]retry.Option(nil), cfg.retry...),
+		retry.WithBudget(cfg.budget), retry.WithClassifier(classify), retry.WithOnRetry(t.onRetry))
+	policy, err := retry.New(ropts...)
+	if err != nil {
+		return nil, configerr.Errorf("httplimit", "%w", err)
+	}
+	t.policy = policy
+	return t, nil
+}
+
+// complete checks cfg, fills in its defaults, and returns the set of
+// statuses to retry.
+func (cfg *transportConfig) complete() (map[int]bool, error) {
 	if cfg.maxPause <= 0 {
 		return nil, configerr.Errorf("httplimit", "the pause cap must be positive, got %v", cfg.maxPause)
 	}
@@ -157,32 +192,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		}
 		statuses[code] = true
 	}
-	t := &Transport{
-		base: cfg.base, lim: permits.All(lim), cost: cfg.cost, settle: cfg.settle,
-		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
-		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
-		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove, logger: cfg.logger,
-		adaptive: cfg.adaptive,
-	}
-	if cfg.noJitter {
-		t.jitter = func(time.Duration) time.Duration { return 0 }
-	}
-	permits.Each(lim, func(part permits.Limiter) {
-		if !t.pauseLimiter {
-			return
-		}
-		if p, ok := part.(Pauser); ok {
-			t.pausers = append(t.pausers, p)
-		}
-	})
-	ropts := append(append([]retry.Option(nil), cfg.retry...),
-		retry.WithBudget(cfg.budget), retry.WithClassifier(classify), retry.WithOnRetry(t.onRetry))
-	policy, err := retry.New(ropts...)
-	if err != nil {
-		return nil, configerr.Errorf("httplimit", "%w", err)
-	}
-	t.policy = policy
-	return t, nil
+	return statuses, nil
 }
 
 // RoundTrip sends req as the Transport's documentation describes. It is
