@@ -25,7 +25,7 @@ type NewSubject func(t *testing.T, clock *StallClock) Subject
 func Play(t *testing.T, cfg Config, seed uint64, newSubject NewSubject) *Log {
 	d := &driver{cfg: cfg, rng: rand.New(rand.NewPCG(seed, 2025)), cancels: map[*Call]context.CancelFunc{}}
 	d.log = &Log{Config: cfg, Seed: seed}
-	d.clock = NewStallClock(cfg.Stalls, seed, 3*interval(cfg.Rate))
+	d.clock = NewStallClock(cfg.Stalls, seed, 3*interval(cfg.Rate), cfg.OwnerFrame)
 	if cfg.RealTime {
 		d.settle = func() {}
 		d.play(t, newSubject)
@@ -79,6 +79,9 @@ func (d *driver) play(t *testing.T, newSubject NewSubject) {
 	d.close()
 	d.wg.Wait()
 	d.log.Stats = d.s.Stats()
+	if a, ok := d.s.(Admitter); ok && d.cfg.RealTime {
+		d.log.admissions(a.Admissions(d.t0), d.t0)
+	}
 	for _, cancel := range d.cancels {
 		cancel()
 	}

@@ -89,15 +89,18 @@ func (l *Log) checkPauses() error {
 // followed
 // at once by an Acquire of the same cost in its domain that was granted
 // at g, must have r >= (g - t) - cost·T, T the unit's interval at the rate
-// of the moment: the owner
+// of the moment (plus the owner's Resolution): the owner
 // publishes its tail without the newcomer's own cost. Only when nothing
 // that makes the wait longer came between: a Pause, a SetRate, a debt,
-// Close; and with lanes any waiter then, and a waiter in another lane
-// later: the RetryAfter of lanes is a lower bound on the queue being
-// empty (docs/fairness.md). The docs call it exact with one busy lane,
-// but it is the head's next instant there too (issue 25: with waiters of
-// cost 2 and 3 queued in one lane at 10/s, 190ms against a wait of
-// 590ms), so with lanes only a refusal behind nobody is checked.
+// Close; a stall where the owner decides at its own reading
+// (Config.StallsDelay); with lanes, a waiter in another lane after; and where a
+// RetryAfter behind waiters is documented as a lower bound only
+// (Config.RetryLowerBound), any waiter then. A pause
+// in effect at the refusal is left out too: a Pause that comes while
+// waiters wait makes the RetryAfter the pause's end, before the head's
+// turn (issue 25: GCRA 30/s burst 3, a grant of 3 at t0 and a waiter of 3
+// due at 100ms, Pause until 80ms at 10ms: TryAcquire(3) at 30ms says
+// retry after 50ms, and an Acquire then is granted at 200ms).
 func (l *Log) checkRetryAfter() (checked int, err error) {
 	tries := map[int]*Call{}
 	for _, c := range l.Calls {
@@ -111,7 +114,7 @@ func (l *Log) checkRetryAfter() (checked int, err error) {
 			continue
 		}
 		checked++
-		slack := time.Duration(p.Cost) * interval(l.rateAt(p.Dom, t.Returned))
+		slack := time.Duration(p.Cost)*interval(l.rateAt(p.Dom, t.Returned)) + l.Resolution
 		// From when the refusal returned: the owner's reading it counted
 		// from is no later (a stalled owner answers late).
 		if wait := p.At - t.Returned; t.Retry < wait-slack {
@@ -127,12 +130,17 @@ func (l *Log) disturbed(t, p *Call) bool {
 	from, to := t.Arrived, p.At
 	in := func(at time.Duration) bool { return at >= from && at <= to }
 	for _, x := range l.Pauses {
-		if in(x.At) {
+		if in(x.At) || x.At <= from && from < x.Until {
 			return true
 		}
 	}
 	for _, x := range l.Rates {
 		if in(x.At) && l.rateDom(x.Dom) == l.rateDom(p.Dom) {
+			return true
+		}
+	}
+	for _, s := range l.Stalls {
+		if l.StallsDelay && s[0] <= to && s[1] >= from {
 			return true
 		}
 	}
@@ -145,10 +153,13 @@ func (l *Log) disturbed(t, p *Call) bool {
 		return true
 	}
 	for _, c := range l.Calls {
-		if !l.Shared || c.Kind != KindAcquire {
+		if c.Kind != KindAcquire || l.rateDom(c.Dom) != l.rateDom(p.Dom) {
 			continue
 		}
-		if c.Dom != p.Dom && c.Seq > p.Seq && c.Arrived <= to || c.Seq < t.Seq && !c.AtOnce() && c.Left(l.Closed) > from {
+		if l.Shared && c.Dom != p.Dom && c.Seq > p.Seq && c.Arrived <= to {
+			return true
+		}
+		if l.RetryLowerBound && c.Seq < t.Seq && !c.AtOnce() && c.Left(l.Closed) > from {
 			return true
 		}
 	}

@@ -127,6 +127,7 @@ type Log struct {
 	Decision int64              // calls made to the subject
 	Failure  string             // a rule broken while the script ran
 	Ops      []Op               // refunds, settles, pauses, rate changes, Close
+	Admitted []*Call            // on the real clock, what an Admitter told
 }
 
 // Op is a call that is not an Acquire or TryAcquire, for the dump.

@@ -31,7 +31,11 @@ type event struct {
 // rate changes and debts, in time order.
 func (l *Log) timeline(d int) []event {
 	var evs []event
-	for _, c := range l.Calls {
+	calls := l.Calls
+	if l.Admitted != nil {
+		calls = l.Admitted
+	}
+	for _, c := range calls {
 		if l.rateDom(c.Dom) == d && c.Exact && c.Used() > 0 {
 			evs = append(evs, event{at: c.At, units: c.Used(), call: c})
 		}
@@ -73,7 +77,7 @@ func (l *Log) rateDoms() int {
 // checkModel plays every rate domain's timeline through the model.
 func (l *Log) checkModel() error {
 	for d := range l.rateDoms() {
-		m := gcraModel{count: l.Rate.Count, per: int64(l.Rate.Per), burst: l.Burst}
+		m := gcraModel{count: l.Rate.Count, per: int64(l.Rate.Per), burst: l.Burst, slack: int64(l.Resolution)}
 		for _, ev := range l.timeline(d) {
 			switch ev.order {
 			case 0:
@@ -93,6 +97,7 @@ func (l *Log) checkModel() error {
 
 type gcraModel struct {
 	count, per, burst int64
+	slack             int64 // ns a grant may lie late (Config.Resolution)
 	tat               int64 // ticks of 1/count ns
 	started           bool
 }
@@ -117,7 +122,7 @@ func (m *gcraModel) ahead(at time.Duration) time.Duration {
 func (m *gcraModel) admit(at time.Duration, units int64) bool {
 	n := m.now(at)
 	next := max(m.tat, n) + units*m.per
-	if next-n > m.burst*m.per {
+	if next-n > m.burst*m.per+m.slack*m.count {
 		return false
 	}
 	m.tat = next
@@ -153,7 +158,7 @@ func (l *Log) checkBound() error {
 				rates = append(rates, RateChange{At: ev.at, Rate: ev.rate})
 			}
 		}
-		if err := windows(gs, l.Rate, rates, l.Burst); err != nil {
+		if err := windows(gs, l.Rate, rates, l.Burst, l.Resolution); err != nil {
 			return err
 		}
 	}
@@ -161,7 +166,7 @@ func (l *Log) checkBound() error {
 }
 
 // windows checks every window of gs, sorted by instant.
-func windows(gs []*Call, r algorithms.Rate, rates []RateChange, burst int64) error {
+func windows(gs []*Call, r algorithms.Rate, rates []RateChange, burst int64, res time.Duration) error {
 	for i := range gs {
 		if i > 0 && gs[i-1].At == gs[i].At {
 			continue // the window from the first grant of an instant covers it
@@ -172,7 +177,7 @@ func windows(gs []*Call, r algorithms.Rate, rates []RateChange, burst int64) err
 			if j+1 < len(gs) && gs[j+1].At == gs[j].At {
 				continue
 			}
-			if limit := burst + units(gs[i].At, gs[j].At, r, rates); sum > limit {
+			if limit := burst + units(gs[i].At, gs[j].At+res, r, rates); sum > limit {
 				return fmt.Errorf("bound: %d units in [%v, %v], at most %d (burst %d): from %v to %v",
 					sum, gs[i].At, gs[j].At, limit, burst, gs[i], gs[j])
 			}
@@ -212,4 +217,14 @@ func units(t1, t2 time.Duration, r algorithms.Rate, rates []RateChange) int64 {
 	}
 	x += float64(t2-from) * float64(r.Count) / float64(r.Per)
 	return int64(math.Floor(x + 1e-9))
+}
+
+// admissions makes the model's grants of what the owner told (Admitter):
+// one exact call each, in the domain 0.
+func (l *Log) admissions(as []Admission, t0 time.Time) {
+	l.Admitted = make([]*Call, 0, len(as))
+	for i, a := range as {
+		at := a.At.Sub(t0)
+		l.Admitted = append(l.Admitted, &Call{Seq: -1 - i, Cost: a.Cost, Arrived: at, Returned: at, Granted: true, At: at, Exact: true})
+	}
 }

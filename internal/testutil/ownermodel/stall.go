@@ -22,17 +22,23 @@ type StallClock struct {
 	rng     *rand.Rand
 	spans   [][2]time.Time
 	stalled atomic.Int32 // owners asleep in a stall now
+	frame   []byte
 }
 
 // NewStallClock returns a clock that stalls one owner reading in 40 when
-// on, for up to max.
-func NewStallClock(on bool, seed uint64, max time.Duration) *StallClock {
-	return &StallClock{on: on, max: max, rng: rand.New(rand.NewPCG(seed, 25))}
+// on, for up to max. An owner is a goroutine with frame in its stack
+// ("" : internal/owner's loop, where actor's and keyed's owners run).
+func NewStallClock(on bool, seed uint64, max time.Duration, frame string) *StallClock {
+	c := &StallClock{on: on, max: max, rng: rand.New(rand.NewPCG(seed, 25)), frame: ownerFrame}
+	if frame != "" {
+		c.frame = []byte(frame)
+	}
+	return c
 }
 
 // Now is time.Now, after a stall now and then in an owner.
 func (c *StallClock) Now() time.Time {
-	if c.on && inOwner() {
+	if c.on && inOwner(c.frame) {
 		if d := c.draw(); d > 0 {
 			start := time.Now()
 			c.stalled.Add(1)
@@ -80,10 +86,10 @@ func (t timer) C() <-chan time.Time { return t.Timer.C }
 // (internal/owner's loop).
 var ownerFrame = []byte("internal/owner.(*Owner[...]).run(")
 
-// inOwner reports whether the calling goroutine is an owner.
-func inOwner() bool {
+// inOwner reports whether the calling goroutine has frame in its stack.
+func inOwner(frame []byte) bool {
 	buf := make([]byte, 4096)
-	return bytes.Contains(buf[:runtime.Stack(buf, false)], ownerFrame)
+	return bytes.Contains(buf[:runtime.Stack(buf, false)], frame)
 }
 
 var _ actor.Clock = (*StallClock)(nil)

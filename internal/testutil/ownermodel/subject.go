@@ -40,6 +40,20 @@ type (
 	}
 )
 
+// Admitter is a subject that tells, after the script, every admission
+// its owner made, at the owner's own clock (redislimit: Redis TIME, from
+// its grant hook). On the real clock (RealTime) the model and the bound
+// are checked on these, since a call's own instants are the machine's.
+type Admitter interface {
+	Admissions(t0 time.Time) []Admission
+}
+
+// Admission is one admission an Admitter saw.
+type Admission struct {
+	At   time.Time
+	Cost int64
+}
+
 // Config is an owner's configuration and what the script may do to it.
 type Config struct {
 	Rate    algorithms.Rate // the GCRA's rate, and the model's
@@ -49,7 +63,25 @@ type Config struct {
 	Weights []int // with Shared: each lane's weight (all of one priority)
 	Rates   []algorithms.Rate
 	Stalls  bool // the owner stalls now and then (StallClock)
-	Steps   int  // calls per script; 0: 150 to 300
+	// Resolution is how finely the owner places grants: 0 for exact
+	// instants; redislimit's, a microsecond (Redis counts in whole µs,
+	// rounded up), so two grants d apart were admitted less than d +
+	// Resolution apart.
+	Resolution time.Duration
+	// RetryLowerBound says a TryAcquire's RetryAfter behind waiters is
+	// documented as a lower bound only (lanes: on the queue being empty,
+	// docs/fairness.md; redislimit: the wait behind this process's
+	// reservations); only a refusal behind nobody is then held to the
+	// wait it announces.
+	RetryLowerBound bool
+	// StallsDelay says the owner decides at its own reading rather than
+	// at the caller's stamp (redislimit: at Redis's clock, when the
+	// script runs), so that a stall makes a wait longer.
+	StallsDelay bool
+	// OwnerFrame names the owner goroutine's loop in a stack, for the
+	// stalls; "": internal/owner's.
+	OwnerFrame string
+	Steps      int // calls per script; 0: 150 to 300
 	// RealTime says the script runs on the real clock (no bubble): only
 	// the checks that hold at any speed are made (Check says which).
 	RealTime bool
