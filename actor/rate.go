@@ -166,7 +166,7 @@ func (p *ratePolicy) perUnit() int64 {
 	if r.Count <= 0 || r.Per <= 0 {
 		return 0
 	}
-	return max(int64(r.Per)/r.Count, 1)
+	return max((int64(r.Per)-1)/r.Count+1, 1) // rounded up: a prediction errs long, never short
 }
 
 func (p *ratePolicy) removed() { p.shadowOK = false }
