@@ -297,12 +297,6 @@ func (r *runtime) Cancel(oc *owner.Call[*call], at, _ int64) {
 	}
 }
 
-// Withdraw answers a request cancelled in its own batch (owner.Plugin).
-func (r *runtime) Withdraw(oc *owner.Call[*call], _ int64) {
-	r.canceled.add(1)
-	r.reply(oc.Self, stCanceled, 0)
-}
-
 // Handle serves one request taken from the inbox (owner.Plugin).
 func (r *runtime) Handle(oc *owner.Call[*call], now int64) {
 	c := oc.Self

@@ -132,3 +132,39 @@ func TestALateOwnerGrantsDueHeadsBeforeArrivals(t *testing.T) {
 		assert.Equal(t, 200*time.Millisecond, gb.At.Sub(t0), "the arrival after it")
 	})
 }
+
+// A request whose cancellation reaches a late owner in its own batch is
+// judged first, in its order, and cancelled after: one that was due
+// before its caller gave up is granted, not withdrawn. Behind W (due at
+// 100ms), A and B arrive at 10ms; the owner, woken by its timer at 100ms,
+// stalls until 400ms; A gives up at 250ms. A's turn came at 200ms, before
+// it gave up: it has the grant, and B the next, at 300ms. Before, A was
+// withdrawn undecided and B took its 200ms.
+func TestARequestDueBeforeItsCallerGaveUpIsGrantedByALateOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		t0 := time.Now()
+		clock := &ownerStallClock{stall: 300 * time.Millisecond}
+		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 1), actor.WithClock(clock))
+		defer l.Close()
+		require.True(t, l.Allow())
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = l.Acquire(context.Background(), 1) }) // W
+		synctest.Wait()
+		time.Sleep(10 * time.Millisecond)
+		clock.armed.Store(true) // the owner's next reading, at its 100ms timer, stalls
+		ctx, cancel := context.WithCancel(context.Background())
+		var a, b permits.Grant
+		var aErr, bErr error
+		wg.Go(func() { a, aErr = l.AcquireGrant(ctx, 1) })
+		synctest.Wait()
+		wg.Go(func() { b, bErr = l.AcquireGrant(context.Background(), 1) })
+		synctest.Wait()
+		time.Sleep(240 * time.Millisecond) // 250ms: the owner is still stalled
+		cancel()
+		wg.Wait()
+		require.NoError(t, aErr, "A's turn came before it gave up")
+		assert.Equal(t, 200*time.Millisecond, a.At.Sub(t0))
+		require.NoError(t, bErr)
+		assert.Equal(t, 300*time.Millisecond, b.At.Sub(t0))
+	})
+}

@@ -154,8 +154,9 @@ func TestAKeysCancellationIsHandledBeforeTheArrivalsOfItsBatch(t *testing.T) {
 }
 
 // The same when the Acquire on its way gives up within the batch that
-// brings it: answered as cancelled without a decision, it leaves the gate
-// to the owner to reopen, and B, queued behind it, is judged at once.
+// brings it: judged first (it waits: 2 units, 1 left), then cancelled, it
+// leaves the gate to the owner to reopen, and B, queued behind it, is
+// judged at once.
 func TestLaterArrivalsGoOnWhenTheAcquireOnItsWayGivesUpInItsBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		t0 := time.Now()

@@ -86,18 +86,6 @@ func (s *shard[K]) Cancel(oc *owner.Call[*call[K]], at, now int64) {
 	s.flush()
 }
 
-// Withdraw answers a request cancelled in its own batch (owner.Plugin).
-func (s *shard[K]) Withdraw(oc *owner.Call[*call[K]], now int64) {
-	c := oc.Self
-	e, closer := c.e, c.closer
-	s.canceled.Add(1)
-	s.reply(c, stCanceled, 0)
-	if closer {
-		s.closerGone(e, now)
-	}
-	s.flush()
-}
-
 // Handle serves one request taken from the inbox (owner.Plugin).
 func (s *shard[K]) Handle(oc *owner.Call[*call[K]], now int64) {
 	s.handle(oc.Self, now)
@@ -284,17 +272,6 @@ func (s *shard[K]) rejudge(queued []*call[K], now int64) {
 	for _, c := range queued {
 		s.handle(c, now)
 	}
-}
-
-// closerGone is for an Acquire that closed its key's gate and gave up
-// before the owner saw it: the gate is the owner's to reopen, and those
-// that waited for it go on as if it had never come.
-func (s *shard[K]) closerGone(e *entry[K], now int64) {
-	queued := s.unawait(e)
-	if e.waiters() == nil {
-		s.quiet(e, now)
-	}
-	s.rejudge(queued, now)
 }
 
 // leave is for a key whose queue stayed empty through a request: its gate

@@ -10,7 +10,7 @@
 //	sendCancel ─▶ cancels ─┼─take─▶ Wake(poked)          the plug-in's reading
 //	Poke ───────▶ poked   ─┘        (a) Cancel …         cancellations first
 //	                                (b,c) Handle …       arrivals in order
-//	RoundTrip ◀──reply─── Call ◀──  Withdraw …           cancelled in-batch
+//	RoundTrip ◀──reply─── Call ◀──  … Cancel            one cancelled in its batch, after it
 //	                                (d,e) Schedule       due heads, expiry, publish
 //	                                (f) arm the timer from Schedule's reading
 //

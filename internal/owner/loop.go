@@ -13,11 +13,10 @@ type Plugin[C any] interface {
 	Wake(poked bool) (now int64)
 	// Cancel is told that c's caller gave up at at (its own reading, no
 	// later than now): remove c wherever it waits and answer it Canceled,
-	// or, if it was answered already, acknowledge with Signal.
+	// or, if it was answered already, acknowledge with Signal. A request
+	// whose cancellation came in its own batch is handled first, in its
+	// order, and its cancellation right after it.
 	Cancel(c *Call[C], at, now int64)
-	// Withdraw answers, as Canceled and without a decision, a request
-	// whose cancellation came in the same batch.
-	Withdraw(c *Call[C], now int64)
 	// Handle decides one request, in arrival order.
 	Handle(c *Call[C], now int64)
 	// Schedule ends a wake-up: it grants what fell due, expires what can
@@ -38,7 +37,8 @@ type Plugin[C any] interface {
 //	    waiters that gave up are gone, not behind them; a refund or a
 //	    settlement is a request of the batch, handled in its order;
 //	(b, c) arrivals in arrival order (Handle); the plug-in grants heads
-//	    that fell due by an arrival's own stamp before judging it;
+//	    that fell due by an arrival's own stamp before judging it; one
+//	    whose cancellation came with it is cancelled right after it;
 //	(d, e) Schedule: due heads at their due instants, expiry, publish;
 //	(f) the one timer, armed from Schedule's fresh reading.
 //
@@ -67,7 +67,9 @@ func (o *Owner[C]) run(p Plugin[C]) {
 // batch serves what one take found, cancellations first (run, (a)). A
 // cancellation of a request in this very batch (its caller gave up before
 // the owner saw it) cannot be handled before its request: the request is
-// marked, and withdrawn when its turn comes, without a decision.
+// marked, handled in its order (it may have been due before its caller
+// gave up: a late owner must not withdraw what it would have granted), and
+// its cancellation handled right after it, at its caller's reading.
 func (o *Owner[C]) batch(p Plugin[C], cancels, arrivals *Call[C], now int64) {
 	if cancels != nil { // most batches have none: no pass over the arrivals then
 		for c := arrivals; c != nil; c = c.next {
@@ -79,22 +81,26 @@ func (o *Owner[C]) batch(p Plugin[C], cancels, arrivals *Call[C], now int64) {
 		if c.inBatch {
 			c.cancelled = true
 		} else {
-			p.Cancel(c, min(max(c.CancelAt, 0), now), now)
+			p.Cancel(c, cancelAt(c, now), now)
 		}
 		c = next
 	}
 	for c := arrivals; c != nil; {
-		next := c.next
-		c.inBatch = false
-		if c.cancelled {
-			c.cancelled = false
-			p.Withdraw(c, now)
-		} else {
-			p.Handle(c, now)
+		next, cancelled := c.next, c.cancelled
+		c.inBatch, c.cancelled = false, false
+		p.Handle(c, now)
+		if cancelled {
+			// Its caller waits for this acknowledgement before it reuses
+			// c, even if Handle answered it.
+			p.Cancel(c, cancelAt(c, now), now)
 		}
 		c = next
 	}
 }
+
+// cancelAt is the instant c's caller gave up, within the timeline and no
+// later than the owner's reading.
+func cancelAt[C any](c *Call[C], now int64) int64 { return min(max(c.CancelAt, 0), now) }
 
 // arm keeps the one timer armed for wake (0: none), from now, and returns
 // the channel to wait on (nil when unarmed).

@@ -72,12 +72,6 @@ func (p *pool) Cancel(c *Call[*req], at, _ int64) {
 	c.Signal()
 }
 
-func (p *pool) Withdraw(c *Call[*req], _ int64) {
-	p.note("withdraw %s", c.Self.name)
-	c.Status = Canceled
-	c.Signal()
-}
-
 func (p *pool) Handle(c *Call[*req], _ int64) {
 	if p.gate != nil {
 		<-p.gate
@@ -136,8 +130,8 @@ type timer struct{ *time.Timer }
 func (t timer) C() <-chan time.Time { return t.Timer.C }
 
 // One batch serves its cancellations before its arrivals, in arrival
-// order, and withdraws without a decision a request whose cancellation
-// came in the same batch. Driven by hand: the owner is not running.
+// order, and a request whose cancellation came in the same batch in its
+// order, with its cancellation right after it. Driven by hand: the owner is not running.
 func TestABatchServesCancellationsFirstThenArrivalsInOrder(t *testing.T) {
 	p := &pool{epoch: time.Now()}
 	o := newOwner(p)
@@ -153,8 +147,9 @@ func TestABatchServesCancellationsFirstThenArrivalsInOrder(t *testing.T) {
 	cancels, arrivals := o.take()
 	p.units = 1 // w's unit, back when w leaves
 	o.batch(p, cancels, arrivals, 0)
-	// Judged before w's cancellation, a would have queued behind w.
-	assert.Equal(t, []string{"queue w", "cancel w", "grant a", "withdraw b", "queue c"}, p.steps())
+	// Judged before w's cancellation, a would have queued behind w; b is
+	// judged in its order and cancelled right after.
+	assert.Equal(t, []string{"queue w", "cancel w", "grant a", "queue b", "cancel b", "queue c"}, p.steps())
 	assert.Equal(t, []Status{Canceled, Granted, Canceled, Pending}, []Status{w.Status, a.Status, b.Status, c.Status})
 }
 
