@@ -21,7 +21,7 @@ func (l *Log) checkFIFO() error {
 	for _, b := range l.Calls {
 		if b.Granted {
 			for _, a := range waiting {
-				if a.Seq < b.Seq && l.blocks(a, b) && b.At < a.Left(l.Closed) && !l.unseen(a) {
+				if a.Seq < b.Seq && l.blocks(a, b) && b.At < a.Left(l.Closed) {
 					return fmt.Errorf("FIFO: %v passed %v, which waited until %v", b, a, a.Left(l.Closed))
 				}
 			}
@@ -31,37 +31,6 @@ func (l *Log) checkFIFO() error {
 		}
 	}
 	return nil
-}
-
-// unseen reports whether a came and left within one stall of the owner,
-// which then took a and its cancellation in one batch. The owner withdraws
-// such a request without a decision (internal/owner/loop.go, batch), so
-// one behind it may be granted a's turn, even when a, judged at its
-// arrival stamp as every arrival is, was due before its caller gave up: a
-// defect found by this harness (issue 25), exempted here until the owner
-// is fixed, so that the check stays on for every other waiter.
-func (l *Log) unseen(a *Call) bool {
-	from, to := a.Arrived, a.Left(l.Closed)
-	for _, s := range l.stallSpans() {
-		if s.from <= from && to <= s.to {
-			return true
-		}
-	}
-	return false
-}
-
-// stallSpans is the stalls merged where one begins as another ends: the
-// owner takes no batch in between.
-func (l *Log) stallSpans() []span {
-	var out []span
-	for _, s := range l.Stalls {
-		if n := len(out); n > 0 && s[0] <= out[n-1].to {
-			out[n-1].to = max(out[n-1].to, s[1])
-			continue
-		}
-		out = append(out, span{s[0], s[1]})
-	}
-	return out
 }
 
 // blocks reports whether waiter a must be granted before b may be.
