@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/internal/pause"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
 )
@@ -148,19 +149,7 @@ func (c *Client) waitTarget(ctx context.Context, target string) error {
 	if !ok {
 		return nil
 	}
-	wait := until.Sub(now)
-	wait += c.jitter(wait)
-	if dl, ok := ctx.Deadline(); ok && !now.Add(wait).Before(dl) {
-		return &permits.RateLimitError{RetryAfter: wait, Cause: context.DeadlineExceeded}
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return pause.Wait(ctx, now, until, c.jitter)
 }
 
 // finish turns the retry loop's result into the call's.

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluicehq/sluice/permits"
+	"github.com/sluicehq/sluice/internal/pause"
 )
 
 // A response that asks its client to wait (a 429, a 503 with Retry-After)
@@ -29,19 +29,7 @@ func (t *Transport) waitHost(ctx context.Context, r *http.Request) error {
 		}
 		return nil
 	}
-	wait := until.Sub(now)
-	wait += t.jitter(wait)
-	if dl, ok := ctx.Deadline(); ok && !now.Add(wait).Before(dl) {
-		return &permits.RateLimitError{RetryAfter: wait, Cause: context.DeadlineExceeded}
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return pause.Wait(ctx, now, until, t.jitter)
 }
 
 // hostOf is the host a request goes to, with its port if it names one.

@@ -11,10 +11,13 @@
 package pause
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/permits"
 )
 
 // Table holds, per destination, the instant until which it asked not to
@@ -78,4 +81,25 @@ func (t *Table) Check(dest string, now time.Time) (until time.Time, paused bool,
 func JitterAbove(d time.Duration) time.Duration {
 	spread := min(max(d/4, 100*time.Millisecond), 5*time.Second)
 	return rand.N(spread + 1)
+}
+
+// Wait waits until until, plus jitter(the wait) more, from now: the wait a
+// paused destination asks. A pause that ends after ctx's deadline fails
+// at once, with the wait, as a limiter's refusal does (matching
+// context.DeadlineExceeded and permits.ErrRateLimited); ctx ending first
+// returns ctx.Err().
+func Wait(ctx context.Context, now, until time.Time, jitter func(time.Duration) time.Duration) error {
+	wait := until.Sub(now)
+	wait += jitter(wait)
+	if dl, ok := ctx.Deadline(); ok && !now.Add(wait).Before(dl) {
+		return &permits.RateLimitError{RetryAfter: wait, Cause: context.DeadlineExceeded}
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
