@@ -3,6 +3,7 @@ package sluiceotel
 import (
 	"context"
 
+	"github.com/sluicehq/sluice/internal/metricsrc"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -53,21 +54,9 @@ func check(meter metric.Meter, sources []Source) error {
 	if meter == nil {
 		return invalid("Register needs a meter, got nil")
 	}
-	if len(sources) == 0 {
-		return invalid("Register needs at least one source")
+	ids := make([]metricsrc.Ident, len(sources))
+	for i, s := range sources {
+		ids[i] = metricsrc.Ident{Kind: s.kind, Name: s.name, Err: s.err, Made: s.bind != nil}
 	}
-	seen := make(map[[2]string]bool, len(sources))
-	for _, s := range sources {
-		switch id := [2]string{s.kind, s.name}; {
-		case s.err != nil:
-			return s.err
-		case s.bind == nil:
-			return invalid("a Source made without Limiter, Keyed, Pool, Breaker or Budget")
-		case seen[id]:
-			return invalid("two sources of kind %s named %q: their series would be one", s.kind, s.name)
-		default:
-			seen[id] = true
-		}
-	}
-	return nil
+	return metricsrc.Check("sluiceotel", "Register", ids)
 }

@@ -1,6 +1,9 @@
 package sluiceprom
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicehq/sluice/internal/metricsrc"
+)
 
 // A Collector is a prometheus.Collector of sluice's metrics for a fixed
 // set of sources: register it with a prometheus.Registerer, unregister it
@@ -51,21 +54,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func check(sources []Source) error {
-	if len(sources) == 0 {
-		return invalid("NewCollector needs at least one source")
+	ids := make([]metricsrc.Ident, len(sources))
+	for i, s := range sources {
+		ids[i] = metricsrc.Ident{Kind: s.kind, Name: s.name, Err: s.err, Made: s.bind != nil}
 	}
-	seen := make(map[[2]string]bool, len(sources))
-	for _, s := range sources {
-		switch id := [2]string{s.kind, s.name}; {
-		case s.err != nil:
-			return s.err
-		case s.bind == nil:
-			return invalid("a Source made without Limiter, Keyed, Pool, Breaker or Budget")
-		case seen[id]:
-			return invalid("two sources of kind %s named %q: their series would be one", s.kind, s.name)
-		default:
-			seen[id] = true
-		}
-	}
-	return nil
+	return metricsrc.Check("sluiceprom", "NewCollector", ids)
 }
