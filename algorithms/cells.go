@@ -39,7 +39,9 @@ import (
 // exactly, when it is next touched; one older than that would be misread.
 // So the owner of the cells, which alone starts generations (Advance,
 // AllowAt, AllowOrCloseAt and Retire may; the methods for any goroutine give
-// up instead and report the gate closed), calls Refresh on every cell it
+// up instead and report the gate closed, as they do for an instant before
+// the origin, which only a caller descheduled for half a generation
+// holds), calls Refresh on every cell it
 // keeps whenever Generation changes, before three more generations can
 // start. Package keyed does, on its shard's owner goroutine.
 //
@@ -117,8 +119,9 @@ func (c *Cells) AllowOrCloseAt(cell *Cell, now time.Time, cost int64) Decision {
 // TryAllowAt decides for cost units of cell at now while its gate is open;
 // open is false, and nothing changed, when the gate is closed, the cell is
 // retired, or now lies beyond what the current generation counts (the
-// owner's next Advance or AllowAt moves the origin). Safe from any
-// goroutine.
+// owner's next Advance or AllowAt moves the origin) or before its origin
+// (an instant read long before the call: the owner decides it). Safe from
+// any goroutine.
 func (c *Cells) TryAllowAt(cell *Cell, now time.Time, cost int64) (d Decision, open bool) {
 	return c.decide(cell, now, cost, true, false)
 }
@@ -160,7 +163,8 @@ func (c *Cells) Gated(cell *Cell) bool {
 // the gate; nothing is admitted on a gated cell but by its owner, and the
 // request the gate was closed for is at least one unit. gated is false,
 // and wait 0, when the gate is open, the cell is retired, or now lies
-// beyond what the current generation counts. Safe from any goroutine.
+// beyond what the current generation counts or before its origin. Safe
+// from any goroutine.
 func (c *Cells) WaitBehindAt(cell *Cell, now time.Time, cost int64) (wait time.Duration, gated bool) {
 	e, w, n, exact, ok := c.load(cell, now, true)
 	if !ok || w&gateBit == 0 {
@@ -397,7 +401,10 @@ func (c *Cells) decide(cell *Cell, at time.Time, cost int64, fast, closeGate boo
 // load returns the current epoch, cell's word converted to it, and at in
 // its ticks (exact unless at lies before the origin). It reports ok false
 // for a retired cell and, with fast, for an instant beyond the epoch,
-// rather than start a generation.
+// rather than start a generation, and for one before its origin: a caller
+// that read its instant and was descheduled while the origin moved past
+// it would be decided at the origin, later than its instant, and could
+// take room that was spent at its own.
 //
 // The epoch is read again after the word: a word is only ever written in a
 // generation already published, so when the epoch is still the same, the
@@ -407,6 +414,11 @@ func (c *Cells) load(cell *Cell, at time.Time, fast bool) (e *cellEpoch, w uint6
 	for {
 		e = c.ep.Load()
 		n, exact, fits := e.cellTicks(at)
+		if fast && !exact {
+			// Before the origin: counted as the origin, a later instant,
+			// where a cell spent then may be idle. The owner decides it.
+			return nil, 0, 0, false, false
+		}
 		if !fits {
 			if fast {
 				return nil, 0, 0, false, false
