@@ -524,30 +524,31 @@ func (r *runtime) reply(c *call, s status, n int64) {
 //
 // A slow decision (a remote algorithm, a GC pause) can take the owner past
 // the instants of the waiters behind the head it was granting: the clock is
-// read again after every pass, and every head due by then is granted at
-// once, so that no grant is delivered later than max(its scheduled instant,
-// the moment the owner is free again). The timer is armed from a fresh
-// reading too, so a stall never makes the next wake-up late as well.
+// read again after the pass, and a head due by then makes the core start
+// the next wake-up at once (owner.run), which serves the cancellations
+// that came meanwhile before it grants the head, so that no grant is
+// delivered later than max(its scheduled instant, the moment the owner is
+// free again) and none to a caller that gave up before it. The timer is
+// armed from a fresh reading too, so a stall never makes the next wake-up
+// late as well.
 func (r *runtime) Schedule(now int64) (wake, at int64) {
 	r.logResumed(now)
-	for {
-		tick := r.tick(now) // before the heads: a limit it raises grants them now
-		r.expiry.expire(now, r)
-		wake = r.grantDue(now)
-		for _, e := range [...]int64{r.expiry.next(r), tick} {
-			if e != 0 && (wake == 0 || e < wake) {
-				wake = e
-			}
+	tick := r.tick(now) // before the heads: a limit it raises grants them now
+	r.expiry.expire(now, r)
+	wake = r.grantDue(now)
+	for _, e := range [...]int64{r.expiry.next(r), tick} {
+		if e != 0 && (wake == 0 || e < wake) {
+			wake = e
 		}
-		if wake == 0 && r.paused > now {
-			wake = r.paused // to reopen the lock-free paths when the pause ends
-		}
-		if wake == 0 {
-			break // nothing timed: no timer to arm from a fresh reading
-		}
-		if now = r.now(); wake > now {
-			break
-		}
+	}
+	if wake == 0 && r.paused > now {
+		wake = r.paused // to reopen the lock-free paths when the pause ends
+	}
+	if wake != 0 {
+		// The timer is armed from a fresh reading; what fell due by it
+		// is the next wake-up's, which the core starts at once, after the
+		// cancellations that came meanwhile (owner.run).
+		now = r.now()
 	}
 	if r.queueLen() == 0 {
 		r.pol.idle()

@@ -402,21 +402,14 @@ func (s *shard[K]) settle(e *entry[K], now int64) {
 	s.soon(now)
 }
 
-// schedule grants every due head, sweeps when a pass is due, keeps the
-// one timer armed for the next due instant and returns the channel to wait
-// on. The clock is read again after every pass over the heap, so a slow
-// pass never makes a grant later than the moment the owner is free again,
-// and the timer is armed from a fresh reading.
+// Schedule grants every head due by now, sweeps when a pass is due, and
+// returns the next due instant for the one timer, with a fresh reading to
+// arm it from (owner.Plugin). A head that fell due during the pass is the
+// next wake-up's, which the core starts at once: cancellations that came
+// meanwhile go first.
 func (s *shard[K]) Schedule(now int64) (wake, at int64) {
-	for {
-		s.runDue(now)
-		fresh := s.now()
-		if len(s.heap) == 0 || s.heap[0].due > fresh {
-			now = fresh
-			break
-		}
-		now = fresh
-	}
+	s.runDue(now)
+	now = s.now()
 	s.sweep(now)
 	if c := cap(s.heap); c >= shrinkFrom && len(s.heap) <= c/4 {
 		s.heap = append(make([]*entry[K], 0, 2*len(s.heap)), s.heap...)

@@ -19,11 +19,14 @@ type Plugin[C any] interface {
 	Cancel(c *Call[C], at, now int64)
 	// Handle decides one request, in arrival order.
 	Handle(c *Call[C], now int64)
-	// Schedule ends a wake-up: it grants what fell due, expires what can
-	// no longer be served in time and publishes what the lock-free paths
-	// may do. It returns the instant the owner must wake at (0: none),
-	// after the fresh reading the timer is armed from, which it returns
-	// too: what fell due by that reading it has served itself.
+	// Schedule ends a wake-up: it grants what fell due by now, expires
+	// what can no longer be served in time and publishes what the
+	// lock-free paths may do. It returns the instant the owner must wake
+	// at (0: none) and the fresh reading the timer is armed from. A wake
+	// at or before that reading (something fell due while the wake-up
+	// ran: a slow pass, an owner descheduled) is not served by Schedule
+	// itself: the core starts a new wake-up at once, so that what came
+	// meanwhile is served in the order of run, cancellations first.
 	Schedule(now int64) (wake, at int64)
 	// Shutdown answers every waiter, and each request of left (linked by
 	// Next, oldest first), with Closed: the owner is exiting.
@@ -40,15 +43,22 @@ type Plugin[C any] interface {
 //	    that fell due by an arrival's own stamp before judging it; one
 //	    whose cancellation came with it is cancelled right after it;
 //	(d, e) Schedule: due heads at their due instants, expiry, publish;
-//	(f) the one timer, armed from Schedule's fresh reading.
+//	(f) the one timer, armed from Schedule's fresh reading; or, when
+//	    something fell due by that reading, a new wake-up at once.
 //
 // The fast path is closed in Wake, before the clock is read, so no
-// fast-path caller slips in between the reading and the decisions.
+// fast-path caller slips in between the reading and the decisions. A
+// head that fell due while the wake-up ran is granted by the next one,
+// after the cancellations that came meanwhile: a caller that gave up
+// before its head's due instant is not granted (it was, when Schedule
+// granted it from its fresh reading; its caller got a grant it had given
+// up on, and a later caller was judged as if it came after it).
 func (o *Owner[C]) run(p Plugin[C]) {
 	defer close(o.done)
 	var timerC <-chan time.Time
+	again := false
 	for {
-		if !o.Pending() {
+		if !again && !o.Pending() {
 			o.park(timerC)
 		}
 		o.wakes.Add(1)
@@ -60,7 +70,10 @@ func (o *Owner[C]) run(p Plugin[C]) {
 		now := p.Wake(poked)
 		cancels, arrivals := o.take()
 		o.batch(p, cancels, arrivals, now)
-		timerC = o.arm(p.Schedule(now))
+		wake, at := p.Schedule(now)
+		if again = wake != 0 && wake <= at; !again {
+			timerC = o.arm(wake, at)
+		}
 	}
 }
 
