@@ -41,9 +41,14 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		charts   string
 		format   = "table"
 		series   string
+		ds       downstreamFlags
 	)
 	c.register(fs)
-	fs.Func("limit", "a limit `spec` to simulate (repeat for several): gcra:RATE[,burst=N], token:RATE,N, leaky:RATE,N, sliding:RATE, fixed:RATE", func(s string) error {
+	ds.register(fs)
+	fs.Func("limit", "a limit `spec` to simulate (repeat for several): gcra:RATE[,burst=N], token:RATE,N, leaky:RATE,N, sliding:RATE, fixed:RATE; with -downstream, adaptive:CONTROLLER[,...] or pool:N", func(s string) error {
+		if spec.IsAdaptive(s) {
+			return ds.addPool(s)
+		}
 		l, err := spec.Parse(s)
 		if err != nil {
 			return err
@@ -62,6 +67,9 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := c.check(); err != nil {
 		return usageError("simulate", err, stderr)
+	}
+	if ds.on() {
+		return simulateDownstream(&c, &ds, limits, simulateUse{upstream != nil, series != "", format, charts, bin}, stdout, stderr)
 	}
 	if len(limits) == 0 {
 		return usageError("simulate", errors.New("no limit: give at least one -limit"), stderr)
