@@ -49,6 +49,7 @@ func TestDownstreamBadInputIsAUsageError(t *testing.T) {
 		{[]string{"-downstream", ds, "-limit", "pool:10", "-upstream", "1/s"}, "-upstream does not apply"},
 		{[]string{"-downstream", ds, "-limit", "pool:10", "-format", "json"}, "-format json does not apply"},
 		{[]string{"-downstream", ds, "-limit", "pool:10", "-series", "x.csv"}, "-series does not apply"},
+		{[]string{"-downstream", ds, "-limit", "pool:10", "-retry", "max=2"}, "-retry does not apply"},
 		{[]string{"-downstream", "servers=10,service=10ms,at=1s:servers=zero", "-limit", "pool:10"}, `at=1s: servers "zero"`},
 		{[]string{"-downstream", ds, "-limit", "adaptive:vegas,alpha=9,beta=1"}, "must not exceed beta"},
 	} {

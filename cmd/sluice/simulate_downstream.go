@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/cmd/sluice/internal/report"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/sim"
 	"github.com/sluicehq/sluice/cmd/sluice/internal/spec"
 	"github.com/sluicehq/sluice/internal/downstream"
-	"time"
 )
 
 // downstreamFlags are simulate's flags for pools in front of a modelled
@@ -50,9 +50,9 @@ func (d *downstreamFlags) on() bool { return d.model != nil || len(d.pools) > 0 
 // simulateUse is what else the command line asked for, which a run of
 // pools must refuse or honour.
 type simulateUse struct {
-	upstream, series bool
-	format, charts   string
-	bin              time.Duration
+	upstream, series, retry bool
+	format, charts          string
+	bin                     time.Duration
 }
 
 // simulateDownstream runs the pools against the modelled downstream.
@@ -103,6 +103,8 @@ func (d *downstreamFlags) check(limits []spec.Limit, use simulateUse) error {
 		return fmt.Errorf("-limit %v is a rate limit: with -downstream every -limit is adaptive:... or pool:N", limits[0])
 	case use.upstream:
 		return errors.New("-upstream does not apply to -downstream: the downstream's capacity is its limit")
+	case use.retry:
+		return errors.New("-retry does not apply to -downstream yet: the pool's callers do not retry")
 	case use.series:
 		return errors.New("-series does not apply to -downstream yet: use -charts")
 	case use.format != "table":
