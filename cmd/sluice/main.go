@@ -55,6 +55,11 @@ Limits (-limit, -upstream):
   sliding:10/s,per=key    any limit per key: one limit for each key of the traffic
 Rates are COUNT/PERIOD: 10/s, 100/minute, 5/200ms, 3/2h.
 
+Pools in front of a modelled downstream (-limit with -downstream):
+  adaptive:vegas,floor=1,ceiling=200   an adaptive pool (aimd, vegas or gradient2, with their parameters)
+  pool:100                pool of a static limit of 100
+  -downstream servers=100,service=10ms±1ms,queue=10,at=30s:servers=40   the downstream, changing at 30s
+
 Traffic (-traffic, repeat to merge):
   steady:1000/s           evenly spaced
   poisson:90/1m           random (exponential) gaps, seeded

@@ -28,6 +28,14 @@ Example:
   sluice simulate -limit fixed:100/1m -limit gcra:100/1m,burst=10 \
       -traffic spike:100@59s,100@1m -traffic poisson:1/s -duration 3m \
       -upstream 100/1m -charts out
+
+With -downstream, the limits are adaptive pools (adaptive:aimd|vegas|gradient2[,floor=N,
+initial=N,ceiling=N,...]) or static ones (pool:N) in front of a modelled downstream, and the
+table has a row per phase of it: goodput, p50/p99 latency, shed and 503s; -charts writes
+adaptive.svg (limit, in flight, latency, refusals over time). docs/simulator.md has the grammar.
+  sluice simulate -limit pool:100 -limit adaptive:vegas,ceiling=400 \
+      -downstream 'servers=100,service=10ms±1ms,queue=50,at=10s:servers=40' \
+      -traffic poisson:12000/s -duration 20s -charts out
 `
 
 func simulate(args []string, stdout, stderr io.Writer) int {
@@ -41,9 +49,14 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 		charts   string
 		format   = "table"
 		series   string
+		ds       downstreamFlags
 	)
 	c.register(fs)
-	fs.Func("limit", "a limit `spec` to simulate (repeat for several): gcra:RATE[,burst=N], token:RATE,N, leaky:RATE,N, sliding:RATE, fixed:RATE", func(s string) error {
+	ds.register(fs)
+	fs.Func("limit", "a limit `spec` to simulate (repeat for several): gcra:RATE[,burst=N], token:RATE,N, leaky:RATE,N, sliding:RATE, fixed:RATE; with -downstream, adaptive:CONTROLLER[,...] or pool:N", func(s string) error {
+		if spec.IsAdaptive(s) {
+			return ds.addPool(s)
+		}
 		l, err := spec.Parse(s)
 		if err != nil {
 			return err
@@ -62,6 +75,9 @@ func simulate(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := c.check(); err != nil {
 		return usageError("simulate", err, stderr)
+	}
+	if ds.on() {
+		return simulateDownstream(&c, &ds, limits, simulateUse{upstream != nil, series != "", c.retry.Max > 0, format, charts, bin}, stdout, stderr)
 	}
 	if len(limits) == 0 {
 		return usageError("simulate", errors.New("no limit: give at least one -limit"), stderr)

@@ -25,6 +25,12 @@
 // names are case-insensitive and spaces around the pieces are ignored.
 // Limit.String gives the canonical form, which Parse reads back.
 //
+// For sluice simulate -downstream, ParseAdaptive reads a concurrency limit
+// (adaptive:vegas,floor=1,ceiling=200, or pool:100, static) and
+// ParseDownstream the modelled downstream
+// (servers=100,service=10ms±1ms,queue=10,at=30s:servers=40), each with its
+// canonical form (Adaptive.String, FormatDownstream) that reads back.
+//
 // Nothing here is shared between goroutines: a Limit is a value, safe for
 // concurrent use, and every call to New returns a fresh algorithm.
 package spec
