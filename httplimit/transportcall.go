@@ -60,7 +60,8 @@ func (e *attemptError) Unwrap() error { return e.err }
 func (c *call) attempt(ctx context.Context) error {
 	t := c.t
 	c.attempts++
-	if err := t.waitHost(ctx, c.req); err != nil {
+	paused, err := t.waitHost(ctx, c.req)
+	if err != nil {
 		return &attemptError{err: err}
 	}
 	actx, cancel := context.WithCancelCause(ctx) // ends what the attempt holds, when its body is done
@@ -70,6 +71,7 @@ func (c *call) attempt(ctx context.Context) error {
 		end()
 		return &attemptError{err: err}
 	}
+	start := time.Now() // after the clone: what follows waits for the limiter and the pool
 	p, err := t.lim.Acquire(ctx, c.cost)
 	if err != nil {
 		end()
@@ -83,9 +85,11 @@ func (c *call) attempt(ctx context.Context) error {
 		giveBack(p)
 		return &attemptError{err: err}
 	}
+	t.waited(paused + time.Since(start))
 	var done func(error)
 	if t.br != nil {
 		if done, err = t.br.Allow(); err != nil {
+			t.n.breakerRejected.Add(1)
 			end()
 			c.unsent(r)
 			giveBack(p)
@@ -136,6 +140,7 @@ func (c *call) answered(resp *http.Response, p permits.Permit, done func(error),
 	t := c.t
 	now := time.Now()
 	code := resp.StatusCode
+	t.n.responded(code)
 	retried := t.statuses[code]
 	var se *StatusError
 	if retried || code >= 500 {
@@ -215,6 +220,9 @@ func (c *call) finish(err error) (*http.Response, error) {
 	}
 	if err == nil {
 		return c.resp, nil
+	}
+	if errors.Is(err, retry.ErrBudgetExhausted) {
+		c.t.n.refusedRetries.Add(1)
 	}
 	var a *attemptError
 	if !errors.As(err, &a) {
