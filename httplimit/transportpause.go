@@ -14,13 +14,14 @@ import (
 // Transport pauses that host (package internal/pause).
 
 // waitHost waits until the host of r is no longer paused, and a jitter
-// more, and returns how long it waited. A pause that ends after ctx's
-// deadline fails at once, with the wait, as a limiter's refusal does.
-func (t *Transport) waitHost(ctx context.Context, r *http.Request) (time.Duration, error) {
-	if t.pauseLimiter {
-		return 0, nil // the limiter carries the pause, in its FIFO order
-	}
+// more, and returns the instant it began, which starts the attempt's wait
+// (Stats.Paced, WithObserver). A pause that ends after ctx's deadline
+// fails at once, with the wait, as a limiter's refusal does.
+func (t *Transport) waitHost(ctx context.Context, r *http.Request) (time.Time, error) {
 	now := time.Now()
+	if t.pauseLimiter {
+		return now, nil // the limiter carries the pause, in its FIFO order
+	}
 	host := hostOf(r)
 	until, ok, ended := t.hosts.Check(host, now)
 	if !ok {
@@ -30,10 +31,9 @@ func (t *Transport) waitHost(ctx context.Context, r *http.Request) (time.Duratio
 				t.log(ended, slog.LevelInfo, msgHostResumed, slog.String(keyHost, host))
 			}
 		}
-		return 0, nil
+		return now, nil
 	}
-	err := pause.Wait(ctx, now, until, t.jitter)
-	return time.Since(now), err
+	return now, pause.Wait(ctx, now, until, t.jitter)
 }
 
 // hostOf is the host a request goes to, with its port if it names one.

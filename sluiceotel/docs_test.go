@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/sluiceotel"
@@ -48,6 +49,7 @@ func TestTheDocumentedTableIsWhatRegisterMakes(t *testing.T) {
 		sluiceotel.Pool("pool", func() actor.PoolStats { return actor.PoolStats{} }),
 		sluiceotel.Breaker(func() breaker.Snapshot { return breaker.Snapshot{} }),
 		sluiceotel.Budget(func() budget.Stats { return budget.Stats{} }),
+		sluiceotel.Transport("api", func() httplimit.TransportStats { return httplimit.TransportStats{} }),
 	)
 	if err != nil {
 		t.Fatal(err)
