@@ -88,7 +88,7 @@ type Pauser interface {
 //
 // A Transport is safe for concurrent use, and is meant to be shared by
 // every goroutine that calls the API. Its state beyond the limiter is a
-// few counters (Stats).
+// few counters and the hosts paused now (Stats).
 type Transport struct {
 	base      http.RoundTripper
 	lim       permits.Limiter // All of the limiter given, so that its permits settle
