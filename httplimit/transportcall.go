@@ -67,29 +67,12 @@ func (c *call) attempt(ctx context.Context) error {
 		end()
 		return &attemptError{err: err}
 	}
-	// The clone is made first, so that the instant waitHost reads (it
-	// reads one anyway) starts the attempt's wait: one clock read more
-	// per attempt, not two.
-	start, err := t.waitHost(ctx, c.req)
+	p, hp, err := c.wait(ctx, r)
 	if err != nil {
 		end()
 		c.unsent(r)
 		return &attemptError{err: err}
 	}
-	p, err := t.lim.Acquire(ctx, c.cost)
-	if err != nil {
-		end()
-		c.unsent(r)
-		return &attemptError{err: err}
-	}
-	hp, err := t.acquireHost(ctx, r)
-	if err != nil {
-		end()
-		c.unsent(r)
-		giveBack(p)
-		return &attemptError{err: err}
-	}
-	t.waited(time.Since(start))
 	var done func(error)
 	if t.br != nil {
 		if done, err = t.br.Allow(); err != nil {
@@ -119,6 +102,31 @@ func (c *call) attempt(ctx context.Context) error {
 		return &attemptError{err: err, retry: c.retryError && ctx.Err() == nil}
 	}
 	return c.answered(resp, p, done, end)
+}
+
+// wait waits for what r needs before it is sent: its host's pause, the
+// limiter and its host's pool, in that order, and tells the Transport how
+// long that took. On an error it gives back what it took.
+func (c *call) wait(ctx context.Context, r *http.Request) (permits.Permit, *hostPermit, error) {
+	t := c.t
+	// The clone is made before, so that the instant waitHost reads (it
+	// reads one anyway) starts the wait: one clock read more per attempt,
+	// not two.
+	start, err := t.waitHost(ctx, c.req)
+	if err != nil {
+		return permits.Permit{}, nil, err
+	}
+	p, err := t.lim.Acquire(ctx, c.cost)
+	if err != nil {
+		return permits.Permit{}, nil, err
+	}
+	hp, err := t.acquireHost(ctx, r)
+	if err != nil {
+		giveBack(p)
+		return permits.Permit{}, nil, err
+	}
+	t.waited(time.Since(start))
+	return p, hp, nil
 }
 
 // send sends r through the base, within the attempt timeout if there is

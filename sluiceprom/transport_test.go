@@ -2,54 +2,25 @@ package sluiceprom_test
 
 import (
 	"errors"
-	"io"
-	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/sluicehq/sluice/httplimit"
+	"github.com/sluicehq/sluice/internal/metricsrc/metricsrctest"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/sluiceprom"
 )
 
-// scriptedAPI answers a.test with a 429 asking for 1 s and then a 200,
-// b.test with a 404, and c.test with a 503 asking for two minutes.
-type scriptedAPI struct{ a int }
-
-func (s *scriptedAPI) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}
-	switch r.URL.Host {
-	case "a.test":
-		if s.a++; s.a == 1 {
-			resp.StatusCode = http.StatusTooManyRequests
-			resp.Header.Set("Retry-After", "1")
-		}
-	case "b.test":
-		resp.StatusCode = http.StatusNotFound
-	case "c.test":
-		resp.StatusCode = http.StatusServiceUnavailable
-		resp.Header.Set("Retry-After", "120")
-	}
-	return resp, nil
-}
-
-// A Transport's series after a scripted timeline: a.test retried after
-// its 429's pause, a 404 from b.test, and c.test's 503 asking for longer
-// than the cap of a minute, handed back with c.test paused for the
-// minute; no host is a label.
+// A Transport's series after the timeline of metricsrctest.Send: a.test
+// retried after its 429's pause, a 404 from b.test, and c.test's 503
+// asking for longer than the cap of a minute, handed back with c.test
+// paused for the minute; no host is a label.
 func TestATransportIsScrapedExactly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, err := httplimit.NewTransport(permits.Unlimited, httplimit.WithBase(&scriptedAPI{}),
-			httplimit.WithMaxPause(time.Minute))
+		tr, err := metricsrctest.NewTransport()
 		must(t, err)
-		for _, host := range []string{"a.test", "b.test", "c.test"} {
-			req, _ := http.NewRequest(http.MethodGet, "http://"+host+"/", nil)
-			resp, err := tr.RoundTrip(req)
-			must(t, err)
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-		}
+		must(t, metricsrctest.Send(tr))
 		c, err := sluiceprom.NewCollector(sluiceprom.Transport("api", tr.Stats))
 		must(t, err)
 		compare(t, c, `
