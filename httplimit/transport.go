@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/breaker"
@@ -89,7 +88,7 @@ type Pauser interface {
 //
 // A Transport is safe for concurrent use, and is meant to be shared by
 // every goroutine that calls the API. Its state beyond the limiter is a
-// few counters (Stats).
+// few counters and the hosts paused now (Stats).
 type Transport struct {
 	base      http.RoundTripper
 	lim       permits.Limiter // All of the limiter given, so that its permits settle
@@ -110,7 +109,9 @@ type Transport struct {
 	jitter       func(time.Duration) time.Duration // pause.JitterAbove, or none in tests
 	logger       *slog.Logger                      // WithLogger; nil: no lines
 	adaptive     *hostPools                        // WithAdaptiveConcurrency, or nil
+	observer     permits.Observer                  // WithObserver, or nil
 	n            counters
+	paused       pausedHosts // the hosts paused now, for Stats
 }
 
 // NewTransport returns a Transport that limits its requests by lim: one
@@ -138,7 +139,7 @@ func NewTransport(lim permits.Limiter, opts ...TransportOption) (*Transport, err
 		br: cfg.breaker, maxPause: cfg.maxPause, anyMethod: cfg.anyMethod,
 		pauseLimiter: cfg.pauseLimiter, statuses: statuses, attemptLimit: cfg.attemptTimeout,
 		onRetryHook: cfg.onRetry, jitter: pause.JitterAbove, logger: cfg.logger,
-		adaptive: cfg.adaptive,
+		adaptive: cfg.adaptive, observer: cfg.observer,
 	}
 	if cfg.noJitter {
 		t.jitter = func(time.Duration) time.Duration { return 0 }
@@ -220,33 +221,6 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// TransportStats is what a Transport has done since it was made.
-type TransportStats struct {
-	Requests    int64 // RoundTrip calls
-	Attempts    int64 // requests sent through the base RoundTripper
-	Retries     int64 // retries decided (each followed by an attempt, unless the context ended)
-	Throttled   int64 // 429 responses received
-	Unavailable int64 // 5xx responses of a retried status received (502, 503, 504, 529)
-	Pauses      int64 // responses that paused the limiter
-	Capped      int64 // of which asked for longer than the pause cap
-	Settled     int64 // permits settled with the cost read from their response
-	SettleFails int64 // settlements the limiter refused (see permits.Settle)
-}
-
-// Stats returns the counters. Safe for concurrent use.
-func (t *Transport) Stats() TransportStats {
-	return TransportStats{
-		Requests: t.n.requests.Load(), Attempts: t.n.attempts.Load(), Retries: t.n.retries.Load(),
-		Throttled: t.n.throttled.Load(), Unavailable: t.n.unavailable.Load(), Pauses: t.n.pauses.Load(),
-		Capped: t.n.capped.Load(), Settled: t.n.settled.Load(), SettleFails: t.n.settleFails.Load(),
-	}
-}
-
-type counters struct {
-	requests, attempts, retries, throttled, unavailable atomic.Int64
-	pauses, capped, settled, settleFails                atomic.Int64
-}
-
 // StatusError is a response's status as an error: what the Transport's
 // circuit breaker is told of a 429 or a 5xx, and what its retry loop sees
 // of a 429 or 503 it may retry. RoundTrip never returns it: its caller gets
@@ -291,11 +265,18 @@ func BreakerClassifier(err error) breaker.Outcome {
 func (t *Transport) pause(r *http.Request, se *StatusError, now time.Time, wait time.Duration) {
 	if !t.pauseLimiter {
 		host := hostOf(r)
-		if t.hosts.PauseAt(host, now, now.Add(wait)) && t.logger != nil {
+		until := now.Add(wait)
+		t.paused.pause(host, until.UnixNano())
+		if !t.hosts.PauseAt(host, now, until) {
+			return
+		}
+		t.n.pauseStarted(se.StatusCode)
+		if t.logger != nil {
 			t.logPaused(host, se.StatusCode, now, wait, se.Wait)
 		}
 		return
 	}
+	t.n.pauseStarted(se.StatusCode)
 	until := now.Add(wait)
 	for _, p := range t.pausers {
 		_ = p.Pause(until) // a closed part fails its Acquire anyway

@@ -49,7 +49,8 @@ func TestOne429ThenSuccess(t *testing.T) {
 		assert.Equal(t, "payload", api.sent[0].body)
 		assert.Equal(t, "payload", api.sent[1].body)
 		st := tr.Stats()
-		assert.Equal(t, httplimit.TransportStats{Requests: 1, Attempts: 2, Retries: 1, Throttled: 1, Pauses: 1}, st)
+		assert.Equal(t, httplimit.TransportStats{Requests: 1, Attempts: 2, Retries: 1, Throttled: 1, Pauses: 1,
+			PausesStarted: httplimit.PauseCounts{TooManyRequests: 1}, Responses: [6]int64{2: 1, 4: 1}}, st)
 	})
 }
 
@@ -244,7 +245,8 @@ func TestA503BacksOffAndIsCounted(t *testing.T) {
 		resp, err := tr.RoundTrip(req)
 		require.NoError(t, err)
 		assert.Equal(t, "ok", readAll(t, resp))
-		assert.Equal(t, httplimit.TransportStats{Requests: 1, Attempts: 2, Retries: 1, Unavailable: 1}, tr.Stats())
+		assert.Equal(t, httplimit.TransportStats{Requests: 1, Attempts: 2, Retries: 1, Unavailable: 1,
+			Responses: [6]int64{2: 1, 5: 1}}, tr.Stats())
 		assert.Equal(t, []int64{1, 1}, api.closes())
 	})
 }

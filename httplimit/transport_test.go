@@ -216,7 +216,9 @@ func TestA429PausesEveryCallerUntilRetryAfter(t *testing.T) {
 		assert.Equal(t, "/b", api.sent[1].req.URL.Path, "FIFO: b queued before a's retry")
 		assert.Equal(t, []int64{1, 1, 1}, api.closes(), "the 429's body discarded and closed once, the others by the caller")
 		st := tr.Stats()
-		assert.Equal(t, httplimit.TransportStats{Requests: 2, Attempts: 3, Retries: 1, Throttled: 1, Pauses: 1}, st)
+		assert.Equal(t, httplimit.TransportStats{Requests: 2, Attempts: 3, Retries: 1, Throttled: 1, Pauses: 1,
+			Paced:         2, // b for the pause, a's retry for the limiter
+			PausesStarted: httplimit.PauseCounts{TooManyRequests: 1}, Responses: [6]int64{2: 2, 4: 1}}, st)
 	})
 }
 

@@ -60,9 +60,6 @@ func (e *attemptError) Unwrap() error { return e.err }
 func (c *call) attempt(ctx context.Context) error {
 	t := c.t
 	c.attempts++
-	if err := t.waitHost(ctx, c.req); err != nil {
-		return &attemptError{err: err}
-	}
 	actx, cancel := context.WithCancelCause(ctx) // ends what the attempt holds, when its body is done
 	end := func() { cancel(nil) }
 	r, err := c.request(actx)
@@ -70,22 +67,16 @@ func (c *call) attempt(ctx context.Context) error {
 		end()
 		return &attemptError{err: err}
 	}
-	p, err := t.lim.Acquire(ctx, c.cost)
+	p, hp, err := c.wait(ctx, r)
 	if err != nil {
 		end()
 		c.unsent(r)
-		return &attemptError{err: err}
-	}
-	hp, err := t.acquireHost(ctx, r)
-	if err != nil {
-		end()
-		c.unsent(r)
-		giveBack(p)
 		return &attemptError{err: err}
 	}
 	var done func(error)
 	if t.br != nil {
 		if done, err = t.br.Allow(); err != nil {
+			t.n.breakerRejected.Add(1)
 			end()
 			c.unsent(r)
 			giveBack(p)
@@ -113,6 +104,31 @@ func (c *call) attempt(ctx context.Context) error {
 	return c.answered(resp, p, done, end)
 }
 
+// wait waits for what r needs before it is sent: its host's pause, the
+// limiter and its host's pool, in that order, and tells the Transport how
+// long that took. On an error it gives back what it took.
+func (c *call) wait(ctx context.Context, r *http.Request) (permits.Permit, *hostPermit, error) {
+	t := c.t
+	// The clone is made before, so that the instant waitHost reads (it
+	// reads one anyway) starts the wait: one clock read more per attempt,
+	// not two.
+	start, err := t.waitHost(ctx, c.req)
+	if err != nil {
+		return permits.Permit{}, nil, err
+	}
+	p, err := t.lim.Acquire(ctx, c.cost)
+	if err != nil {
+		return permits.Permit{}, nil, err
+	}
+	hp, err := t.acquireHost(ctx, r)
+	if err != nil {
+		giveBack(p)
+		return permits.Permit{}, nil, err
+	}
+	t.waited(time.Since(start))
+	return p, hp, nil
+}
+
 // send sends r through the base, within the attempt timeout if there is
 // one: past it, cancel ends the attempt with ErrAttemptTimeout.
 func (c *call) send(r *http.Request, cancel context.CancelCauseFunc) (*http.Response, error) {
@@ -136,6 +152,7 @@ func (c *call) answered(resp *http.Response, p permits.Permit, done func(error),
 	t := c.t
 	now := time.Now()
 	code := resp.StatusCode
+	t.n.responded(code)
 	retried := t.statuses[code]
 	var se *StatusError
 	if retried || code >= 500 {
@@ -215,6 +232,9 @@ func (c *call) finish(err error) (*http.Response, error) {
 	}
 	if err == nil {
 		return c.resp, nil
+	}
+	if errors.Is(err, retry.ErrBudgetExhausted) {
+		c.t.n.refusedRetries.Add(1)
 	}
 	var a *attemptError
 	if !errors.As(err, &a) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/retry"
 )
 
@@ -32,9 +33,10 @@ type transportConfig struct {
 	statuses       []int
 	attemptTimeout time.Duration
 	onRetry        func(attempt int, wait time.Duration, resp *http.Response, err error)
-	noJitter       bool         // for the tests (export_test.go)
-	logger         *slog.Logger // WithLogger (transportlog.go); nil: no lines
-	adaptive       *hostPools   // WithAdaptiveConcurrency
+	noJitter       bool             // for the tests (export_test.go)
+	logger         *slog.Logger     // WithLogger (transportlog.go); nil: no lines
+	adaptive       *hostPools       // WithAdaptiveConcurrency
+	observer       permits.Observer // WithObserver (transportstats.go)
 }
 
 type transportOption func(*transportConfig)

@@ -14,22 +14,26 @@ import (
 // Transport pauses that host (package internal/pause).
 
 // waitHost waits until the host of r is no longer paused, and a jitter
-// more. A pause that ends after ctx's deadline fails at once, with the
-// wait, as a limiter's refusal does.
-func (t *Transport) waitHost(ctx context.Context, r *http.Request) error {
-	if t.pauseLimiter {
-		return nil // the limiter carries the pause, in its FIFO order
-	}
+// more, and returns the instant it began, which starts the attempt's wait
+// (Stats.Paced, WithObserver). A pause that ends after ctx's deadline
+// fails at once, with the wait, as a limiter's refusal does.
+func (t *Transport) waitHost(ctx context.Context, r *http.Request) (time.Time, error) {
 	now := time.Now()
+	if t.pauseLimiter {
+		return now, nil // the limiter carries the pause, in its FIFO order
+	}
 	host := hostOf(r)
 	until, ok, ended := t.hosts.Check(host, now)
 	if !ok {
-		if !ended.IsZero() && t.logger != nil {
-			t.log(ended, slog.LevelInfo, msgHostResumed, slog.String(keyHost, host))
+		if !ended.IsZero() {
+			t.paused.forget(host, now)
+			if t.logger != nil {
+				t.log(ended, slog.LevelInfo, msgHostResumed, slog.String(keyHost, host))
+			}
 		}
-		return nil
+		return now, nil
 	}
-	return pause.Wait(ctx, now, until, t.jitter)
+	return now, pause.Wait(ctx, now, until, t.jitter)
 }
 
 // hostOf is the host a request goes to, with its port if it names one.

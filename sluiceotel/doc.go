@@ -1,5 +1,5 @@
-// Package sluiceotel reports what sluice's limiters, pools, breakers and
-// retry budgets count as OpenTelemetry metrics.
+// Package sluiceotel reports what sluice's limiters, pools, breakers,
+// retry budgets and HTTP Transports count as OpenTelemetry metrics.
 //
 // It adds nothing to the hot path: every limiter already keeps its counters
 // (permits.Stats), and Register reads them with one callback, at collection
@@ -14,6 +14,7 @@
 //		sluiceotel.Pool("db", pool.Stats),
 //		sluiceotel.Breaker(br.Snapshot),
 //		sluiceotel.Budget(retries.Stats),
+//		sluiceotel.Transport("llm-api", tr.Stats),
 //	)
 //	if err != nil {
 //		return err // a nil stats function, an empty or repeated name

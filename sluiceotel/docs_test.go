@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/sluiceotel"
@@ -48,6 +50,7 @@ func TestTheDocumentedTableIsWhatRegisterMakes(t *testing.T) {
 		sluiceotel.Pool("pool", func() actor.PoolStats { return actor.PoolStats{} }),
 		sluiceotel.Breaker(func() breaker.Snapshot { return breaker.Snapshot{} }),
 		sluiceotel.Budget(func() budget.Stats { return budget.Stats{} }),
+		sluiceotel.Transport("api", func() httplimit.TransportStats { return httplimit.TransportStats{} }),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -119,5 +122,48 @@ func TestTheDocumentedHistogramIsWhatTheWaitSourcesMake(t *testing.T) {
 		if made := m.Name + " " + m.Unit; made != row {
 			t.Errorf("%s makes %q; docs/observability.md says %q", from, made, row)
 		}
+	}
+}
+
+// Every attribute a collection carries has one of the exported keys, so
+// that code filtering on them (LimiterNameKey, TransportReasonKey...) is
+// never out of step with what Register reports.
+func TestEveryAttributeKeyIsAnExportedOne(t *testing.T) {
+	exported := map[string]bool{}
+	for _, k := range []attribute.Key{sluiceotel.LimiterNameKey, sluiceotel.AlgorithmKey, sluiceotel.BreakerNameKey,
+		sluiceotel.BreakerStateKey, sluiceotel.BudgetNameKey, sluiceotel.TransportNameKey,
+		sluiceotel.TransportReasonKey, sluiceotel.TransportClassKey} {
+		exported[string(k)] = true
+	}
+	mp, reader := newReader(t)
+	reg, err := sluiceotel.Register(mp.Meter("test"),
+		sluiceotel.Limiter("lim", func() permits.Stats { return permits.Stats{} }, sluiceotel.Algorithm("GCRA")),
+		sluiceotel.Breaker(func() breaker.Snapshot { return breaker.Snapshot{} }),
+		sluiceotel.Budget(func() budget.Stats { return budget.Stats{} }),
+		sluiceotel.Transport("api", func() httplimit.TransportStats { return httplimit.TransportStats{} }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Unregister()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		for _, line := range points(m) {
+			set := line[strings.Index(line, "{")+1 : strings.Index(line, "}")]
+			for kv := range strings.SplitSeq(set, ",") {
+				key, _, _ := strings.Cut(kv, "=")
+				seen[key] = true
+				if !exported[key] {
+					t.Errorf("%s: attribute %q is not an exported key", m.Name, key)
+				}
+			}
+		}
+	}
+	if len(seen) != len(exported) {
+		t.Errorf("collected the keys %v; exported %v", seen, exported)
 	}
 }

@@ -50,11 +50,11 @@ type WaitSource struct {
 // keyed.WithObserver(h)). Algorithm sets the sluice.limiter.algorithm
 // attribute, as for Limiter.
 func Waits(name string, h *permits.WaitHistogram, opts ...SourceOption) WaitSource {
-	s := limiterSource(name, false, opts)
-	if s.err == nil && h == nil {
-		s.err = invalid("limiter %q: Waits needs a histogram, got nil", name)
+	set, err := waitSource(name, opts)
+	if err == nil && h == nil {
+		err = invalid("limiter %q: Waits needs a histogram, got nil", name)
 	}
-	return WaitSource{name: name, h: h, set: s.limiterSet(), err: s.err}
+	return WaitSource{name: name, h: h, set: set, err: err}
 }
 
 // NewWaitProducer returns a WaitProducer of sources. It fails, matching

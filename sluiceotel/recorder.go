@@ -37,16 +37,15 @@ func NewWaitRecorder(meter metric.Meter, name string, opts ...SourceOption) (*Wa
 	if meter == nil {
 		return nil, invalid("NewWaitRecorder needs a meter, got nil")
 	}
-	s := limiterSource(name, false, opts)
-	if s.err != nil {
-		return nil, s.err
+	set, err := waitSource(name, opts)
+	if err != nil {
+		return nil, err
 	}
 	hist, err := meter.Float64Histogram(waitName, metric.WithUnit(waitUnit), metric.WithDescription(waitDesc),
 		metric.WithExplicitBucketBoundaries(WaitBounds()...))
 	if err != nil {
 		return nil, err
 	}
-	set := s.limiterSet()
 	return &WaitRecorder{hist: hist, opts: []metric.RecordOption{metric.WithAttributeSet(set)}}, nil
 }
 

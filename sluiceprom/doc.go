@@ -1,5 +1,5 @@
-// Package sluiceprom exports what sluice's limiters, pools, breakers and
-// retry budgets count to Prometheus, as a prometheus.Collector.
+// Package sluiceprom exports what sluice's limiters, pools, breakers,
+// retry budgets and HTTP Transports count to Prometheus, as a prometheus.Collector.
 //
 // It adds nothing to the hot path: every limiter already keeps its
 // counters (permits.Stats), and the Collector reads them when Prometheus
@@ -12,6 +12,7 @@
 //		sluiceprom.Pool("db", pool.Stats),
 //		sluiceprom.Breaker(br.Snapshot),
 //		sluiceprom.Budget(retries.Stats),
+//		sluiceprom.Transport("llm-api", tr.Stats),
 //	)
 //	if err != nil {
 //		return err // a nil stats function, an empty or repeated name

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/sluiceprom"
 )
@@ -38,7 +39,8 @@ func trim(cell string) string { return strings.Trim(strings.TrimSpace(cell), "`"
 func TestTheDocumentedTableIsWhatTheCollectorSends(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := everySource(t)
-		lim, err := sluiceprom.NewCollector(sluiceprom.Limiter("lim", func() permits.Stats { return permits.Stats{} }))
+		lim, err := sluiceprom.NewCollector(sluiceprom.Limiter("lim", func() permits.Stats { return permits.Stats{} }),
+			sluiceprom.Transport("api", func() httplimit.TransportStats { return httplimit.TransportStats{} }))
 		must(t, err)
 		reg := prometheus.NewPedanticRegistry()
 		must(t, reg.Register(c))

@@ -8,36 +8,19 @@ import "github.com/prometheus/client_golang/prometheus"
 const (
 	NameLabel      = "name"
 	AlgorithmLabel = "algorithm"
-	StateLabel     = "state"
+	StateLabel     = "state"  // of sluice_breaker_state
+	ReasonLabel    = "reason" // of sluice_transport_pauses_total: 429, 503, other
+	ClassLabel     = "class"  // of sluice_transport_responses_total: 1xx...5xx, other
 )
 
 // A metric is a name and its help. The names are sluiceotel's in
-// Prometheus's style: underscores, _total on counters, no unit suffix for
-// counts of things. Granted and canceled are permits.Stats's words, so
-// that a metric and the field it reads have one name.
+// Prometheus's style (metricsrc.Metric.PromName): underscores, _total on
+// counters, no unit suffix for counts of things.
 type metric struct{ name, help string }
 
-var (
-	granted  = metric{"sluice_limiter_granted_total", "Permits granted since the limiter was made."}
-	rejected = metric{"sluice_limiter_rejected_total", "Requests refused (ErrRateLimited, or Allow's false)."}
-	refunded = metric{"sluice_limiter_refunded_total", "Grants given back unused; also counted in granted."}
-	canceled = metric{"sluice_limiter_canceled_total", "Waiters whose context ended while they waited."}
-	waiting  = metric{"sluice_limiter_waiting", "Acquires waiting for their answer now."}
-	keys     = metric{"sluice_limiter_keys", "Keys a keyed limiter holds now."}
-
-	waitSeconds = metric{"sluice_limiter_wait_seconds", "Time each granted Acquire waited, 0 for one granted at once."}
-
-	poolUsage = metric{"sluice_pool_usage", "Cost units a pool holds now."}
-	poolLimit = metric{"sluice_pool_limit", "Cost units a pool holds at most."}
-
-	breakerState       = metric{"sluice_breaker_state", "1 for the breaker's current state, 0 for the others."}
-	breakerTransitions = metric{"sluice_breaker_transitions_total", "Changes of state since the breaker was made."}
-
-	budgetBalance     = metric{"sluice_budget_balance", "Retries the budget would allow now."}
-	budgetDeposits    = metric{"sluice_budget_deposits", "Requests deposited in the budget's window."}
-	budgetWithdrawals = metric{"sluice_budget_withdrawals", "Retries withdrawn in the budget's window."}
-	budgetRefusals    = metric{"sluice_budget_refusals", "Retries refused in the budget's window."}
-)
+// waitSeconds is the one metric not read from a Kind: a histogram, read
+// from the permits.WaitHistogram that Waits gives.
+var waitSeconds = metric{"sluice_limiter_wait_seconds", "Time each granted Acquire waited, 0 for one granted at once."}
 
 // descs makes the descriptors of one source, its labels constant: each
 // source has descriptors of its own, so that two Collectors register side

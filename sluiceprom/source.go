@@ -4,16 +4,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/breaker"
+	"github.com/sluicehq/sluice/budget"
+	"github.com/sluicehq/sluice/httplimit"
 	"github.com/sluicehq/sluice/internal/configerr"
+	"github.com/sluicehq/sluice/internal/metricsrc"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 )
 
 // A Source is one value whose counters a Collector reads at every scrape:
-// a limiter, a pool, a breaker or a retry budget. Make one with Limiter,
-// Keyed, Pool, Breaker or Budget.
+// a limiter, a pool, a breaker, a retry budget or a Transport. Make one
+// with Limiter, Keyed, Pool, Breaker, Budget or Transport.
 type Source struct {
-	kind  string // "limiter", "breaker" or "budget": names are unique per kind
+	kind  string // "limiter", "breaker", "budget" or "transport": names are unique per kind
 	name  string
 	alg   string
 	waits *waitsOption // nil: no wait histogram
@@ -42,105 +46,115 @@ func Algorithm(name string) SourceOption { return algorithmOption(name) }
 // permits.Stats of a limiter whose Stats embeds them. name must not be
 // empty.
 func Limiter(name string, stats func() permits.Stats, opts ...SourceOption) Source {
-	s := limiterSource(name, stats == nil, opts)
-	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
-		d := s.limiterDescs()
-		lim := s.limiterMetrics(d)
-		return d.all, func(ch chan<- prometheus.Metric) { lim.send(ch, stats()) }
-	}
-	return s
+	return source(metricsrc.Limiter, name, stats, opts)
 }
 
 // Keyed observes a keyed.Limiter (its Stats method): what Limiter
 // observes, over every key, and the number of live keys.
 func Keyed(name string, stats func() keyed.Stats, opts ...SourceOption) Source {
-	s := limiterSource(name, stats == nil, opts)
-	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
-		d := s.limiterDescs()
-		lim, nKeys := s.limiterMetrics(d), d.of(keys)
-		return d.all, func(ch chan<- prometheus.Metric) {
-			st := stats()
-			lim.send(ch, st.Stats)
-			ch <- gauge(nKeys, int64(st.Keys))
-		}
-	}
-	return s
+	return source(metricsrc.Keyed, name, stats, opts)
 }
 
 // Pool observes an actor.Pool (its Stats method): what Limiter observes,
 // and the units the pool holds now and its size.
 func Pool(name string, stats func() actor.PoolStats, opts ...SourceOption) Source {
-	s := limiterSource(name, stats == nil, opts)
-	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
-		d := s.limiterDescs()
-		lim, usage, limit := s.limiterMetrics(d), d.of(poolUsage), d.of(poolLimit)
-		return d.all, func(ch chan<- prometheus.Metric) {
-			st := stats()
-			lim.send(ch, st.Stats)
-			ch <- gauge(usage, st.InFlight)
-			ch <- gauge(limit, st.Size)
-		}
-	}
-	return s
+	return source(metricsrc.Pool, name, stats, opts)
 }
 
-func limiterSource(name string, nilStats bool, opts []SourceOption) Source {
-	s := Source{kind: "limiter", name: name}
+// Breaker observes a circuit breaker (its Snapshot method): its state, as
+// a gauge that is 1 for the current state and 0 for the two others, and
+// its transitions since it was made. The name label is the breaker's
+// WithName, read once here.
+func Breaker(snapshot func() breaker.Snapshot) Source {
+	return source(metricsrc.Breaker, "", snapshot, nil)
+}
+
+// Budget observes a retry budget (its Stats method): its balance and the
+// deposits, withdrawals and refusals still in its window. These three are
+// gauges, not counters: they count the budget's window (its ttl), and fall
+// as events leave it. The name label is the budget's WithName, read once
+// here.
+func Budget(stats func() budget.Stats) Source {
+	return source(metricsrc.Budget, "", stats, nil)
+}
+
+// Transport observes an httplimit.Transport (its Stats method): requests,
+// attempts, paced waits, retries and those the budget refused, attempts
+// the breaker refused, pauses started by the status that asked (the
+// reason label), responses by class (the class label) and the hosts
+// paused now. name, the name label, names the API it calls and must not
+// be empty; hosts are never labels.
+func Transport(name string, stats func() httplimit.TransportStats) Source {
+	return source(metricsrc.Transport, name, stats, nil)
+}
+
+// source is a Source of kind k: its readings, sent from one call of
+// stats per scrape, and the wait histogram of a limiter given Waits.
+func source[T any](k *metricsrc.Kind[T], name string, stats func() T, opts []SourceOption) Source {
+	s := Source{kind: k.Name}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&s)
 		}
 	}
-	switch {
-	case name == "":
-		s.err = invalid("a limiter needs a name, got \"\"")
-	case nilStats:
-		s.err = invalid("limiter %q: the stats function is nil", name)
-	case s.waits != nil && s.waits.h == nil:
+	s.name, s.err = metricsrc.Named("sluiceprom", k, name, stats)
+	if s.err == nil && s.waits != nil && s.waits.h == nil {
 		s.err = invalid("limiter %q: Waits needs a histogram, got nil", name)
+	}
+	if s.err != nil {
+		return s
+	}
+	s.bind = func(s *Source) ([]*prometheus.Desc, func(chan<- prometheus.Metric)) {
+		labels := prometheus.Labels{NameLabel: s.name}
+		if k.Algorithm {
+			labels[AlgorithmLabel] = s.alg
+		}
+		d := &descs{labels: labels}
+		send := sender(k, stats, d)
+		if s.waits == nil {
+			return d.all, send
+		}
+		waits, h := d.of(waitSeconds), s.waits.h
+		return d.all, func(ch chan<- prometheus.Metric) {
+			send(ch)
+			ch <- waitHistogram(waits, h.Snapshot())
+		}
 	}
 	return s
 }
 
-func (s *Source) limiterDescs() *descs {
-	return &descs{labels: prometheus.Labels{NameLabel: s.name, AlgorithmLabel: s.alg}}
-}
-
-// limiterMetrics are the descriptors of the counters every limiter keeps,
-// and of its wait histogram when it has one.
-type limiterMetrics struct {
-	granted, rejected, refunded, canceled, waiting *prometheus.Desc
-
-	waits     *prometheus.Desc // nil: no histogram
-	histogram *permits.WaitHistogram
-}
-
-func (s *Source) limiterMetrics(d *descs) limiterMetrics {
-	m := limiterMetrics{granted: d.of(granted), rejected: d.of(rejected), refunded: d.of(refunded),
-		canceled: d.of(canceled), waiting: d.of(waiting)}
-	if s.waits != nil {
-		m.waits, m.histogram = d.of(waitSeconds), s.waits.h
+// sender makes the descriptor of every reading of k and returns the
+// function that sends them all from one call of stats.
+func sender[T any](k *metricsrc.Kind[T], stats func() T, d *descs) func(chan<- prometheus.Metric) {
+	type series struct {
+		desc   *prometheus.Desc
+		kind   prometheus.ValueType
+		values []string // the label's values, or none
 	}
-	return m
-}
-
-func (m limiterMetrics) send(ch chan<- prometheus.Metric, st permits.Stats) {
-	ch <- counter(m.granted, st.Granted)
-	ch <- counter(m.rejected, st.Rejected)
-	ch <- counter(m.refunded, st.Refunded)
-	ch <- counter(m.canceled, st.Canceled)
-	ch <- gauge(m.waiting, int64(st.Waiting))
-	if m.waits != nil {
-		ch <- waitHistogram(m.waits, m.histogram.Snapshot())
+	all := make([]series, len(k.Readings))
+	for i, r := range k.Readings {
+		var variable []string
+		if r.Label != "" {
+			variable = []string{r.Label}
+		}
+		all[i] = series{desc: d.of(metric{r.PromName(), r.Desc}, variable...), kind: prometheus.GaugeValue, values: r.Values}
+		if r.Instrument == metricsrc.Counter {
+			all[i].kind = prometheus.CounterValue
+		}
 	}
-}
-
-func counter(d *prometheus.Desc, v uint64) prometheus.Metric {
-	return prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
-}
-
-func gauge(d *prometheus.Desc, v int64) prometheus.Metric {
-	return prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	return func(ch chan<- prometheus.Metric) {
+		v := stats()
+		for i, r := range k.Readings {
+			s := all[i]
+			if s.values == nil {
+				ch <- prometheus.MustNewConstMetric(s.desc, s.kind, float64(r.Read(v, 0)))
+				continue
+			}
+			for j, label := range s.values {
+				ch <- prometheus.MustNewConstMetric(s.desc, s.kind, float64(r.Read(v, j)), label)
+			}
+		}
+	}
 }
 
 func invalid(format string, args ...any) error {

@@ -6,7 +6,7 @@ package metricsrc
 import "github.com/sluicehq/sluice/internal/configerr"
 
 // Ident is what the rules need of a source: its kind ("limiter", "breaker",
-// "budget": names are unique per kind), its name, the error its
+// "budget", "transport": names are unique per kind), its name, the error its
 // constructor met, and whether a constructor made it at all.
 type Ident struct {
 	Kind, Name string
@@ -28,7 +28,7 @@ func Check(pkg, what string, sources []Ident) error {
 		case s.Err != nil:
 			return s.Err
 		case !s.Made:
-			return configerr.Errorf(pkg, "a Source made without Limiter, Keyed, Pool, Breaker or Budget")
+			return configerr.Errorf(pkg, "a Source made without Limiter, Keyed, Pool, Breaker, Budget or Transport")
 		case seen[id]:
 			return configerr.Errorf(pkg, "two sources of kind %s named %q: their series would be one", s.Kind, s.Name)
 		default:
