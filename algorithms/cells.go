@@ -180,31 +180,31 @@ func (c *Cells) WaitBehindAt(cell *Cell, now time.Time, cost int64) (wait time.D
 
 // tryAdmit is TryAdmitAt; with closeGate, a denial closes the gate in the
 // same CAS.
+//
+// A lost CAS starts again from the epoch, not from the word alone: a
+// caller descheduled while four generations began would find the word's
+// two generation bits equal to its stale epoch's and decide a TAT counted
+// from the newer origin with an instant counted from the older, that is,
+// at an instant seconds after its own, where the cell has refilled.
 func (c *Cells) tryAdmit(cell *Cell, now time.Time, cost int64, closeGate bool) (ok bool, wait time.Duration, open bool) {
 	for {
 		e, w, n, exact, loaded := c.load(cell, now, true)
 		if !loaded || cost < 1 || cost > e.burst {
 			return false, 0, false
 		}
-		inc := cost * e.per
-		for gen(w) == e.gen&3 {
-			if w&gateBit != 0 {
-				return false, 0, false
-			}
-			tat := int64(w & tickMask)
-			next := max(tat, n) + inc
-			if next > n+e.tau {
-				if !closeGate || cell.w.CompareAndSwap(w, w|gateBit) {
-					return false, e.wait(now, tat+inc-e.tau, n, exact), true
-				}
-			} else if cell.w.CompareAndSwap(w, w&^tickMask|uint64(next)) {
-				return true, 0, true
-			}
-			if w = cell.w.Load(); w == retiredWord {
-				return false, 0, false
-			}
+		if w&gateBit != 0 {
+			return false, 0, false
 		}
-		// The owner refreshed the cell into a new generation meanwhile.
+		inc := cost * e.per
+		tat := int64(w & tickMask)
+		next := max(tat, n) + inc
+		if next > n+e.tau {
+			if !closeGate || cell.w.CompareAndSwap(w, w|gateBit) {
+				return false, e.wait(now, tat+inc-e.tau, n, exact), true
+			}
+		} else if cell.w.CompareAndSwap(w, w&^tickMask|uint64(next)) {
+			return true, 0, true
+		}
 	}
 }
 
