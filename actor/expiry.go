@@ -56,7 +56,7 @@ func (l *expiryList) expire(now int64, r *runtime) {
 			// as for a cancellation: a wait of exactly d is kept.
 			r.grantDue(e.at)
 			if e.live(r) {
-				r.unqueue(e.c)
+				r.unqueue(e.c, e.at)
 				r.refuse(e.c, stLimited, max(r.due(now), now+1)-now)
 			}
 		}

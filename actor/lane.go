@@ -228,10 +228,10 @@ func (l *Limiter) SetPriorityFloor(share float64) error {
 func (r *runtime) laneControl(c *call) {
 	s := r.pol.(*ratePolicy).lanes.Load()
 	if r.lanes == nil {
-		r.startLanes(s)
+		r.startLanes(s, c.arrival)
 	}
 	if c.op == opFloor {
-		s.fair.SetFloor(c.node.Cost) // the floor travels as the call's cost
+		s.fair.SetFloor(c.node.Cost, c.arrival) // the floor travels as the call's cost
 	}
 	r.reply(c, stGranted, 0)
 }
@@ -241,10 +241,10 @@ func (r *runtime) laneControl(c *call) {
 // what the FIFO knew of its head. Their predictions were exact for a FIFO;
 // from now on they are lower bounds, so a waiter with WithMaxWait is
 // expired by the owner when its wait runs out, as every later waiter is.
-func (r *runtime) startLanes(s *laneSet) {
+func (r *runtime) startLanes(s *laneSet, at int64) {
 	r.lanes = s
-	s.fair.SetFloor(s.priorityFloor)   // written before the opLanes call was sent
-	s.fair.Adopt(&r.q, &s.parent.flow) // even when empty: the FIFO's latest grant and hold (a Pause)
+	s.fair.SetFloor(s.priorityFloor, at) // written before the opLanes call was sent
+	s.fair.Adopt(&r.q, &s.parent.flow)   // even when empty: the FIFO's latest grant and hold (a Pause)
 	if s.fair.Len() == 0 {
 		return
 	}

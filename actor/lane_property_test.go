@@ -134,7 +134,7 @@ type laneModel struct {
 func newLaneModel(alg algorithms.Algorithm, t0 time.Time, s laneScript) *laneModel {
 	m := &laneModel{t0: t0, alg: alg, nodes: map[int]*scheduler.Node[int]{}, flowOf: map[int]*scheduler.Flow[int]{},
 		expires: map[int]int64{}, out: map[int]outcome{}}
-	m.f.SetFloor(int64(math.Round(s.floor * scheduler.FloorScale)))
+	m.f.SetFloor(int64(math.Round(s.floor*scheduler.FloorScale)), 0)
 	m.flows = append(m.flows, new(scheduler.Flow[int]))
 	m.flows[0].Init(1, 0)
 	for i, w := range s.weights {
@@ -161,7 +161,7 @@ func (m *laneModel) Granted(n *scheduler.Node[int], at int64) {
 // remove takes a queued arrival out, then lets the owner go on from then,
 // as it does after every batch.
 func (m *laneModel) remove(id int, at int64, o outcome) {
-	m.f.Remove(m.nodes[id], m.flowOf[id])
+	m.f.Remove(m.nodes[id], m.flowOf[id], at)
 	delete(m.expires, id)
 	m.out[id] = o
 	m.f.Grant(at, m)

@@ -184,9 +184,9 @@ func (s *laneSet) dropped(ln *Lane) {
 // remove takes a waiter out wherever it is (a cancellation, an expiry, a
 // cost that no longer fits): its lane's shadow had it admitted, and the
 // latest bound may have been its.
-func (s *laneSet) remove(c *call) bool {
+func (s *laneSet) remove(c *call, at int64) bool {
 	ln := s.laneOf(c)
-	if !s.fair.Remove(&c.node, &ln.flow) {
+	if !s.fair.Remove(&c.node, &ln.flow, at) {
 		return false
 	}
 	ln.shadow = laneShadow{}

@@ -289,7 +289,7 @@ func (r *runtime) Wake(bool) int64 {
 func (r *runtime) Cancel(oc *owner.Call[*call], at, _ int64) {
 	r.expiry.expire(at, r)
 	r.grantDue(at)
-	if r.cancel(oc.Self) {
+	if r.cancel(oc.Self, at) {
 		// The room it leaves is there from at, not before: an arrival of
 		// this batch that came earlier was behind it until then, and is
 		// judged from then (admit).
@@ -335,8 +335,8 @@ func (r *runtime) handle(c *call, now int64) {
 // cancel removes a waiter whose caller gave up, wherever it is, or
 // acknowledges a cancellation that came after the answer. It reports
 // whether a waiter left the queue.
-func (r *runtime) cancel(c *call) bool {
-	if r.unqueue(c) {
+func (r *runtime) cancel(c *call, at int64) bool {
+	if r.unqueue(c, at) {
 		r.canceled.add(1)
 		r.reply(c, stCanceled, 0)
 		return true

@@ -135,7 +135,7 @@ func (r *runtime) control(c *call, _ int64) {
 	case opTune:
 		x.err = r.pol.(tuner).tune(now, x.rate, x.burst)
 		if x.err == nil {
-			r.failTooLarge()
+			r.failTooLarge(now)
 		}
 	case opPause:
 		r.logPause(now, x.until)
@@ -187,8 +187,9 @@ func (r *runtime) changed(at int64) {
 	r.retimed()
 }
 
-// failTooLarge fails the waiters whose cost no longer fits the capacity.
-func (r *runtime) failTooLarge() {
+// failTooLarge fails the waiters whose cost no longer fits the capacity,
+// at the instant at of the change.
+func (r *runtime) failTooLarge(at int64) {
 	capacity := r.pol.(tuner).capacity()
 	if r.lanes != nil {
 		var fail []*call
@@ -198,7 +199,7 @@ func (r *runtime) failTooLarge() {
 			}
 		}
 		for _, c := range fail {
-			r.unqueue(c)
+			r.unqueue(c, at)
 			r.reply(c, stTooLarge, capacity)
 		}
 		return
@@ -206,7 +207,7 @@ func (r *runtime) failTooLarge() {
 	for n := r.q.Head(); n != nil; {
 		next := n.Next()
 		if n.Cost > capacity {
-			r.q.Remove(n)
+			r.q.Remove(n, at)
 			r.reply(n.Value, stTooLarge, capacity)
 		}
 		n = next

@@ -31,18 +31,19 @@ func (r *runtime) due(now int64) int64 {
 	return r.lanes.fair.Due(now)
 }
 
-// unqueue takes c out of the queue wherever it is, if it is there, and
-// tells the predictions: nothing was consumed, but what they assumed of c
-// no longer holds.
-func (r *runtime) unqueue(c *call) bool {
+// unqueue takes c out of the queue wherever it is, if it is there, at the
+// instant at (a waiter it makes head became head then), and tells the
+// predictions: nothing was consumed, but what they assumed of c no longer
+// holds.
+func (r *runtime) unqueue(c *call, at int64) bool {
 	if r.lanes == nil {
-		if !r.q.Remove(&c.node) {
+		if !r.q.Remove(&c.node, at) {
 			return false
 		}
 		r.pol.removed()
 		return true
 	}
-	return r.lanes.remove(c)
+	return r.lanes.remove(c, at)
 }
 
 // push queues c behind the waiters of its lane (or of the queue).

@@ -82,7 +82,7 @@ func (s *shard[K]) Wake(poked bool) int64 {
 func (s *shard[K]) Cancel(oc *owner.Call[*call[K]], at, now int64) {
 	c := oc.Self
 	s.grantDue(c.e, at)
-	s.cancel(c, now)
+	s.cancel(c, at, now)
 	s.flush()
 }
 
@@ -326,11 +326,12 @@ func (s *shard[K]) flush() {
 	s.outbox = s.outbox[:0]
 }
 
-// cancel removes a waiter whose caller gave up, wherever it is in its
-// key's queue, or acknowledges a cancellation that came after the answer.
-func (s *shard[K]) cancel(c *call[K], now int64) {
+// cancel removes a waiter whose caller gave up at at, wherever it is in its
+// key's queue (a waiter it makes head became head then), or acknowledges a
+// cancellation that came after the answer.
+func (s *shard[K]) cancel(c *call[K], at, now int64) {
 	e := c.e
-	if w := e.waiters(); w != nil && w.q.Remove(&c.node) {
+	if w := e.waiters(); w != nil && w.q.Remove(&c.node, at) {
 		w.shadowOK = false
 		s.canceled.Add(1)
 		s.reply(c, stCanceled, 0)

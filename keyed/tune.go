@@ -235,7 +235,7 @@ func (s *shard[K]) failTooLarge(e *entry[K], w *waiters[K], now int64) {
 	for n := w.q.Head(); n != nil; {
 		next := n.Next()
 		if n.Cost > capacity {
-			w.q.Remove(n)
+			w.q.Remove(n, now)
 			s.reply(n.Value, stTooLarge, capacity)
 		}
 		n = next

@@ -52,7 +52,7 @@ func BenchmarkGrant(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				var f scheduler.Fair[int]
-				f.SetFloor(floor)
+				f.SetFloor(floor, 0)
 				flows := make([]scheduler.Flow[int], lanes)
 				nodes := make([]scheduler.Node[int], 2*lanes+2)
 				for i := range nodes {

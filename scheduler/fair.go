@@ -108,7 +108,7 @@ func (f *Fair[T]) Push(n *Node[T], fl *Flow[T]) {
 	f.n++
 	f.cost += n.Cost
 	if fl.n == 1 {
-		f.repick(n)
+		f.repick(n.Arrival, true) // a new head became head at this arrival
 	}
 }
 
@@ -129,17 +129,18 @@ func (f *Fair[T]) wake(k int) {
 	f.busy |= 1 << k
 }
 
-// Remove takes n out of fl wherever it is and reports whether it was there.
-// Nothing was consumed before a grant, so the flow's virtual time stays
-// where it was: the waiters behind move up as if n had never queued.
-func (f *Fair[T]) Remove(n *Node[T], fl *Flow[T]) bool {
+// Remove takes n out of fl wherever it is, at the instant at, and reports
+// whether it was there, as Queue.Remove. Nothing was consumed before a
+// grant, so the flow's virtual time stays where it was: the waiters behind
+// move up as if n had never queued.
+func (f *Fair[T]) Remove(n *Node[T], fl *Flow[T], at int64) bool {
 	if !fl.Contains(n) {
 		return false
 	}
 	wasHead := fl.head == n
 	f.unlink(n, fl)
 	if wasHead {
-		f.repick(nil)
+		f.repick(at, true)
 	}
 	return true
 }
@@ -171,7 +172,8 @@ func (f *Fair[T]) unlink(n *Node[T], fl *Flow[T]) {
 func (f *Fair[T]) Pop() (*Node[T], *Flow[T]) {
 	h, fl := f.head, f.headFlow
 	if h != nil {
-		f.Remove(h, fl)
+		f.unlink(h, fl)
+		f.repick(0, false) // draining, as Queue.PopFront
 	}
 	return h, fl
 }
@@ -214,8 +216,8 @@ func (f *Fair[T]) Grant(now int64, o Owner[T]) (wake int64) {
 		f.last = at
 		f.charge(fl, h.Cost)
 		f.unlink(h, fl)
-		f.repick(nil)
-		f.headRetry, f.headSince, f.sinceKnown = 0, at, true
+		f.repick(at, true)
+		f.headRetry = 0
 		o.Granted(h, at)
 	}
 	return 0
@@ -276,10 +278,10 @@ func (f *Fair[T]) pick() *Flow[T] {
 	return best
 }
 
-// repick finds the head again after a change. A new head has not been
-// asked yet; it became head at its arrival if it is the waiter just pushed
-// (pushed), and at the owner's next Grant otherwise (see HeadFloor).
-func (f *Fair[T]) repick(pushed *Node[T]) {
+// repick finds the head again after a change made at the instant at
+// (unknown when not known: a drain). A new head has not been asked yet, and
+// became head then (see HeadFloor).
+func (f *Fair[T]) repick(at int64, known bool) {
 	fl := f.pick()
 	var h *Node[T]
 	if fl != nil {
@@ -290,11 +292,7 @@ func (f *Fair[T]) repick(pushed *Node[T]) {
 		return
 	}
 	f.head, f.headRetry = h, 0
-	if h != nil && h == pushed {
-		f.headSince, f.sinceKnown = h.Arrival, true
-	} else {
-		f.sinceKnown = false
-	}
+	f.headSince, f.sinceKnown = at, known
 }
 
 // restart starts every virtual time again from zero once the queue is
@@ -346,9 +344,10 @@ func (c *fairClass[T]) rebaseLevel() {
 // queueing as the flows of a class: with classes 2, 1 and 0 busy and a
 // floor of a tenth, class 2 has 90% of the grants, class 1 9% and class 0
 // 1%; with only classes 2 and 0 busy, 90% and 10%. Every level starts
-// afresh. It panics for a floor outside [0, FloorScale/2]: above a half,
-// the classes below would come first.
-func (f *Fair[T]) SetFloor(floor int64) {
+// afresh; a head it changes became head at at. It panics for a floor
+// outside [0, FloorScale/2]: above a half, the classes below would come
+// first.
+func (f *Fair[T]) SetFloor(floor, at int64) {
 	if floor < 0 || floor > FloorScale/2 {
 		panic("scheduler: Fair.SetFloor out of range")
 	}
@@ -360,7 +359,7 @@ func (f *Fair[T]) SetFloor(floor int64) {
 		c := &f.class[k]
 		c.a, c.b = c.lv, c.lv
 	}
-	f.repick(nil)
+	f.repick(at, true)
 }
 
 // Floor returns the floor SetFloor set.
@@ -381,7 +380,7 @@ func (f *Fair[T]) Due(now int64) int64 {
 // HeadFloor is Queue.HeadFloor for the fair order's head.
 func (f *Fair[T]) HeadFloor(now int64) int64 {
 	if !f.sinceKnown {
-		f.headSince, f.sinceKnown = now, true
+		return now
 	}
 	return f.headSince
 }

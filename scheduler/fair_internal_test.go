@@ -80,8 +80,8 @@ func (o *orderOwner) Granted(n *Node[int], _ int64)     { o.order = append(o.ord
 func TestRebaseKeepsTheOrder(t *testing.T) {
 	for _, floor := range []int64{0, FloorScale / 4} {
 		var low, high Fair[int]
-		low.SetFloor(floor)
-		high.SetFloor(floor)
+		low.SetFloor(floor, 0)
+		high.SetFloor(floor, 0)
 		want := rebaseOrder(&low, func() {}, 3000)
 		// Some 16 grants of 2^40 at weight 1 below the limit; the levels'
 		// weights are near a million, their spans smaller.

@@ -12,16 +12,15 @@ import (
 // every flow keeps a slice, and the head is found by scanning every flow
 // of every class after every change (no heap, no cached head).
 type refFair struct {
-	flows      []*refFlow
-	class      [8]refClass
-	wa, wb     int64
-	seq        uint64
-	head       *refNode
-	last       int64
-	headRetry  int64
-	headSince  int64
-	sinceKnown bool
-	hold       int64
+	flows     []*refFlow
+	class     [8]refClass
+	wa, wb    int64
+	seq       uint64
+	head      *refNode
+	last      int64
+	headRetry int64
+	headSince int64
+	hold      int64
 }
 
 type refClass struct{ v, a, b, lv *big.Int }
@@ -109,17 +108,17 @@ func (m *refFair) push(n *refNode) {
 		m.seq++
 	}
 	fl.queue = append(fl.queue, n)
-	m.repick(n)
+	m.repick(n.arrival)
 }
 
-func (m *refFair) remove(n *refNode) bool {
+func (m *refFair) remove(n *refNode, at int64) bool {
 	fl := n.flow
 	i := slices.Index(fl.queue, n)
 	if i < 0 {
 		return false
 	}
 	fl.queue = slices.Delete(fl.queue, i, i+1)
-	m.repick(nil)
+	m.repick(at)
 	return true
 }
 
@@ -166,7 +165,8 @@ func (m *refFair) pick() *refFlow {
 	return best
 }
 
-func (m *refFair) repick(pushed *refNode) {
+// repick finds the head after a change at at: a new head became head then.
+func (m *refFair) repick(at int64) {
 	var h *refNode
 	if fl := m.pick(); fl != nil {
 		h = fl.queue[0]
@@ -175,19 +175,12 @@ func (m *refFair) repick(pushed *refNode) {
 		return
 	}
 	m.head, m.headRetry = h, 0
-	if h != nil && h == pushed {
-		m.headSince, m.sinceKnown = h.arrival, true
-	} else {
-		m.sinceKnown = false
-	}
+	m.headSince = at
 }
 
 func (m *refFair) due(now int64) int64 {
 	if m.head == nil {
 		return 0
-	}
-	if !m.sinceKnown {
-		m.headSince, m.sinceKnown = now, true
 	}
 	return max(m.headSince, m.last, m.head.arrival, m.headRetry, m.hold)
 }
@@ -240,14 +233,14 @@ func (m *refFair) grant(now int64, decide func(at, cost int64) (bool, int64)) (g
 		m.last = at
 		m.charge(h.flow, h.cost)
 		h.flow.queue = h.flow.queue[1:]
-		m.repick(nil)
-		m.headRetry, m.headSince, m.sinceKnown = 0, at, true
+		m.repick(at)
+		m.headRetry = 0
 		granted = append(granted, refGrant{h.id, at})
 	}
 	return granted, 0
 }
 
-func (m *refFair) setFloor(floor int64) {
+func (m *refFair) setFloor(floor, at int64) {
 	m.wa, m.wb = 1_000_000-floor, floor
 	if floor == 0 {
 		m.wa = 0
@@ -256,5 +249,5 @@ func (m *refFair) setFloor(floor int64) {
 		c := &m.class[k]
 		c.a, c.b = new(big.Int).Set(c.lv), new(big.Int).Set(c.lv)
 	}
-	m.repick(nil)
+	m.repick(at)
 }

@@ -79,8 +79,8 @@ func checkAgainstReference(t *testing.T, seed uint64, rng *rand.Rand, steps int)
 	}
 	if rng.IntN(2) == 0 { // most of the interest is in the levels
 		floor := 1 + rng.Int64N(scheduler.FloorScale/2)
-		f.SetFloor(floor)
-		ref.setFloor(floor)
+		f.SetFloor(floor, 0)
+		ref.setFloor(floor, 0)
 	}
 	type queued struct {
 		n  *scheduler.Node[int]
@@ -110,15 +110,15 @@ func checkAgainstReference(t *testing.T, seed uint64, rng *rand.Rand, steps int)
 			}
 			k := rng.IntN(len(live))
 			q := live[k]
-			got, want := f.Remove(q.n, flows[q.fl]), ref.remove(q.rn)
+			got, want := f.Remove(q.n, flows[q.fl], now), ref.remove(q.rn, now)
 			if got != want {
 				fail(step, "Remove(%d) = %v, reference %v", q.n.Value, got, want)
 			}
 			live = append(live[:k], live[k+1:]...)
 		case x < 60:
 			floor := []int64{0, 1, 100_000, 250_000, 500_000}[rng.IntN(5)]
-			f.SetFloor(floor)
-			ref.setFloor(floor)
+			f.SetFloor(floor, now)
+			ref.setFloor(floor, now)
 		case x < 62:
 			until := now + rng.Int64N(200)
 			f.Hold(until)

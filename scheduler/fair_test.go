@@ -205,12 +205,12 @@ func TestFairIdleFlowBanksNothing(t *testing.T) {
 	// c stops: its queued waiters leave (a cancellation) and a and b split
 	// the rate from the next grant on.
 	for c.Len() > 0 {
-		f.Remove(c.Head(), c)
+		f.Remove(c.Head(), c, 0)
 	}
 	assert.Equal(t, map[string]int{"a": 50, "b": 50}, step(100, a, b))
 	// a alone for a long time: b and c bank nothing meanwhile.
 	for b.Len() > 0 {
-		f.Remove(b.Head(), b)
+		f.Remove(b.Head(), b, 0)
 	}
 	step(1000, a)
 	// Back together: the very next grants follow the weights, 1:1:2, with
@@ -256,9 +256,9 @@ func TestFairFIFOInsideAFlowAndRemoval(t *testing.T) {
 		an = append(an, push(&f, a, fmt.Sprint("a", i), 1, 0))
 		push(&f, b, fmt.Sprint("b", i), 1, 0)
 	}
-	require.True(t, f.Remove(an[1], a))
-	assert.False(t, f.Remove(an[1], a), "second removal")
-	require.True(t, f.Remove(an[0], a), "the head")
+	require.True(t, f.Remove(an[1], a, 0))
+	assert.False(t, f.Remove(an[1], a, 0), "second removal")
+	require.True(t, f.Remove(an[0], a, 0), "the head")
 	u := newUnits(1, 1)
 	drain(&f, u, 0)
 	assert.Equal(t, []string{"a2", "b0", "a3", "b1", "b2", "b3"}, u.order)
@@ -282,7 +282,7 @@ func TestFairScheduledInstants(t *testing.T) {
 	assert.Equal(t, []int64{0, 100, 200}, u.at)
 	late := push(&f, b, "late", 1, 1000)
 	assert.Equal(t, int64(1000), f.Due(500), "not due before its arrival")
-	f.Remove(late, b)
+	f.Remove(late, b, 500)
 	assert.Equal(t, int64(0), f.Grant(2000, u))
 
 	// A large head blocks the small waiter behind it in its flow; when it
@@ -293,7 +293,7 @@ func TestFairScheduledInstants(t *testing.T) {
 	push(&f, a, "small", 1, 3000)
 	u.p.tat = 9000
 	assert.Equal(t, int64(9000), f.Grant(3000, u))
-	require.True(t, f.Remove(big, a))
+	require.True(t, f.Remove(big, a, 4000))
 	u.p.tat = 0
 	f.Grant(4000, u)
 	assert.Equal(t, "small", u.order[len(u.order)-1])
@@ -335,7 +335,7 @@ func TestFairFloorShares(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var f scheduler.Fair[string]
-			f.SetFloor(scheduler.FloorScale / 10)
+			f.SetFloor(scheduler.FloorScale/10, 0)
 			require.Equal(t, int64(scheduler.FloorScale/10), f.Floor())
 			idle := flow(1, 3) // a class that never has waiters changes nothing
 			_ = idle
@@ -390,7 +390,7 @@ func TestFairFloorShares(t *testing.T) {
 func TestFairStarvationBound(t *testing.T) {
 	for _, floor := range []int64{0, scheduler.FloorScale / 100, scheduler.FloorScale / 10, scheduler.FloorScale / 2} {
 		var f scheduler.Fair[string]
-		f.SetFloor(floor)
+		f.SetFloor(floor, 0)
 		hi, lo := flow(1, 1), flow(1, 0)
 		u := newUnits(1, 3)
 		push(&f, lo, "lo", 3, 0)
@@ -422,7 +422,7 @@ func TestFairStarvationBound(t *testing.T) {
 // return.
 func TestFairLevelStartsAfresh(t *testing.T) {
 	var f scheduler.Fair[string]
-	f.SetFloor(scheduler.FloorScale / 2) // equal shares between the levels
+	f.SetFloor(scheduler.FloorScale/2, 0) // equal shares between the levels
 	hi, lo := flow(1, 1), flow(1, 0)
 	push(&f, hi, "h1", 1, 0)
 	push(&f, hi, "h2", 1, 0)
@@ -430,7 +430,7 @@ func TestFairLevelStartsAfresh(t *testing.T) {
 	u := newUnits(1, 1)
 	f.Grant(0, u)
 	assert.Equal(t, []string{"h1"}, u.order, "a tie goes to the class above")
-	f.Remove(l1, lo) // the class below leaves after the class above was served
+	f.Remove(l1, lo, 0) // the class below leaves after the class above was served
 	push(&f, lo, "l2", 1, 0)
 	h, _ := f.Head()
 	assert.Equal(t, "h2", h.Value, "l2 starts level with h2: nothing of l1's turn is kept")
@@ -453,7 +453,7 @@ func TestFairVirtualTimeNeverGoesBack(t *testing.T) {
 	require.Equal(t, 8, len(u.order))
 	push(&f, b, "b", 1, now)
 	push(&f, b, "b", 1, now)
-	f.Remove(big, a) // a's next head finishes at 1, below the class's time
+	f.Remove(big, a, now) // a's next head finishes at 1, below the class's time
 	now = f.Grant(now, u)
 	require.Equal(t, "a-small", u.order[len(u.order)-1])
 	push(&f, c, "c", 1, now)
@@ -464,7 +464,7 @@ func TestFairVirtualTimeNeverGoesBack(t *testing.T) {
 // The same at a level: its virtual time never goes back either.
 func TestFairLevelTimeNeverGoesBack(t *testing.T) {
 	var f scheduler.Fair[string]
-	f.SetFloor(scheduler.FloorScale / 2) // spans of 2 per unit at the level
+	f.SetFloor(scheduler.FloorScale/2, 0) // spans of 2 per unit at the level
 	hi, lo := flow(1, 1), flow(1, 0)
 	big := push(&f, lo, "l-big", 10, 0) // never admitted at a burst of 1: it blocks
 	push(&f, lo, "l-small", 1, 0)
@@ -477,7 +477,7 @@ func TestFairLevelTimeNeverGoesBack(t *testing.T) {
 		now = f.Grant(now, u)
 	}
 	require.Equal(t, 10, len(u.order))
-	f.Remove(big, lo)
+	f.Remove(big, lo, now)
 	now = f.Grant(now, u)
 	require.Equal(t, "l-small", u.order[len(u.order)-1], "granted at level finish 2, below the level's time 20")
 	// The class below is away and comes back: it starts at the level's
@@ -525,8 +525,8 @@ func TestFairMisuse(t *testing.T) {
 	for _, bad := range [][2]int64{{0, 0}, {scheduler.MaxWeight + 1, 0}, {1, -1}, {1, scheduler.Classes}} {
 		assert.Panics(t, func() { new(scheduler.Flow[string]).Init(bad[0], int(bad[1])) }, "Init(%d, %d)", bad[0], bad[1])
 	}
-	assert.Panics(t, func() { f.SetFloor(-1) })
-	assert.Panics(t, func() { f.SetFloor(scheduler.FloorScale/2 + 1) })
+	assert.Panics(t, func() { f.SetFloor(-1, 0) })
+	assert.Panics(t, func() { f.SetFloor(scheduler.FloorScale/2+1, 0) })
 	assert.Equal(t, int64(1), fl.Weight())
 	assert.Equal(t, 0, fl.Class())
 }

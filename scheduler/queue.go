@@ -70,18 +70,40 @@ func (q *Queue[T]) Push(n *Node[T]) {
 	q.n++
 }
 
-// Remove takes n out of the queue wherever it is and reports whether it was
-// there. The waiters behind move up; nothing they were promised changes,
-// since nothing is consumed before a grant.
-func (q *Queue[T]) Remove(n *Node[T]) bool {
+// Remove takes n out of the queue wherever it is, at the instant at (a
+// cancellation's own reading, an expiry's instant), and reports whether it
+// was there. The waiters behind move up; nothing they were promised
+// changes, since nothing is consumed before a grant. A waiter that Remove
+// makes head became head at at (HeadFloor).
+func (q *Queue[T]) Remove(n *Node[T], at int64) bool {
 	if !q.Contains(n) {
 		return false
 	}
-	if n.prev == nil {
-		q.head = n.next
-		// The new head has not been asked yet, and the instant it became
-		// head is the owner's next Grant (Remove does not know the time).
+	if q.unlink(n) {
+		// The new head has not been asked yet.
+		q.headRetry, q.headSince, q.sinceKnown = 0, at, true
+	}
+	return true
+}
+
+// PopFront removes and returns the head, or nil: for draining the queue
+// (a Close, a move into a Fair). The instant the next head became head is
+// not known then; HeadFloor reads it as the instant asked.
+func (q *Queue[T]) PopFront() *Node[T] {
+	h := q.head
+	if h != nil {
+		q.unlink(h)
 		q.headRetry, q.sinceKnown = 0, false
+	}
+	return h
+}
+
+// unlink takes n, which is queued, out of the list and reports whether it
+// was the head.
+func (q *Queue[T]) unlink(n *Node[T]) (wasHead bool) {
+	wasHead = n.prev == nil
+	if wasHead {
+		q.head = n.next
 	} else {
 		n.prev.next = n.next
 	}
@@ -92,16 +114,7 @@ func (q *Queue[T]) Remove(n *Node[T]) bool {
 	}
 	n.prev, n.next = nil, nil
 	q.n--
-	return true
-}
-
-// PopFront removes and returns the head, or nil.
-func (q *Queue[T]) PopFront() *Node[T] {
-	h := q.head
-	if h != nil {
-		q.Remove(h)
-	}
-	return h
+	return wasHead
 }
 
 // Scheduled returns the instant at which a cost arriving at arrival is next
@@ -136,8 +149,7 @@ func (q *Queue[T]) Grant(now int64, o Owner[T]) (wake int64) {
 			continue
 		}
 		q.last = at
-		q.Remove(h)
-		q.headSince, q.sinceKnown = at, true
+		q.Remove(h, at) // the next head became head at this grant
 		o.Granted(h, at)
 	}
 	return 0
@@ -187,11 +199,11 @@ func Predict(prev, arrival, cost int64, decide func(at, cost int64) (bool, int64
 }
 
 // HeadFloor returns the earliest instant the current head may be granted at
-// by reason of when it became head, fixing that instant to now if the head
-// was promoted by a removal since the last Grant.
+// by reason of when it became head: its arrival, the grant or the removal
+// that made it head, or now after a PopFront (which drains).
 func (q *Queue[T]) HeadFloor(now int64) int64 {
 	if !q.sinceKnown {
-		q.headSince, q.sinceKnown = now, true
+		return now
 	}
 	return q.headSince
 }

@@ -94,8 +94,8 @@ func TestRemoveAnywhereIsO1AndKeepsOrder(t *testing.T) {
 		for _, n := range ns {
 			q.Push(n)
 		}
-		require.True(t, q.Remove(ns[victim]))
-		assert.False(t, q.Remove(ns[victim]), "second remove")
+		require.True(t, q.Remove(ns[victim], 0))
+		assert.False(t, q.Remove(ns[victim], 0), "second remove")
 		assert.False(t, q.Contains(ns[victim]))
 		assert.Equal(t, 4, q.Len())
 		p := &pacer{every: 100}
@@ -124,7 +124,7 @@ func TestHeadPromotedByRemovalIsScheduledFromThen(t *testing.T) {
 		q.Push(n)
 	}
 	assert.Equal(t, int64(5000), q.Grant(0, p))
-	require.True(t, q.Remove(ns[0]))
+	require.True(t, q.Remove(ns[0], 1000))
 	p.next = 0 // the capacity it would have taken is back
 	assert.Equal(t, int64(1100), q.Grant(1000, p))
 	assert.Equal(t, []int64{1000}, p.granted)
@@ -140,7 +140,7 @@ func TestRemovingTheHeadForgetsItsRetry(t *testing.T) {
 	q.Push(ns[0])
 	q.Push(ns[1])
 	assert.Equal(t, int64(500), q.Grant(0, p))
-	q.Remove(ns[0])
+	q.Remove(ns[0], 0)
 	p.next = 0 // capacity is back
 	q.Grant(0, p)
 	assert.Equal(t, []string{"b"}, p.order, "b is asked at once, not at a's retry instant")
@@ -235,4 +235,39 @@ type everyOwner struct {
 func (o *everyOwner) Decide(int64, int64) (bool, int64) { return true, 0 }
 func (o *everyOwner) Granted(n *scheduler.Node[int], at int64) {
 	o.granted, o.at = append(o.granted, n.Value), append(o.at, at)
+}
+
+// TestAPromotedHeadIsDueFromItsRemovalNotFromALaterReading: a head made
+// head by a removal at 1000 is due from 1000 whenever the owner next
+// looks (here at 1300), and HeadFloor, a plain getter, says so at once;
+// it used to fix the instant at the owner's next reading, 1300, so the
+// waiters behind lost the 300 ns the owner was late by.
+func TestAPromotedHeadIsDueFromItsRemovalNotFromALaterReading(t *testing.T) {
+	var q scheduler.Queue[string]
+	p := &pacer{every: 100, next: 5000}
+	ns := nodes("big", "a", "b", "c")
+	ns[0].Cost = 50
+	for _, n := range ns {
+		q.Push(n)
+	}
+	assert.Equal(t, int64(5000), q.Grant(0, p))
+	require.True(t, q.Remove(ns[0], 1000))
+	assert.Equal(t, int64(1000), q.HeadFloor(1300))
+	assert.Equal(t, int64(1000), q.HeadFloor(1200), "a getter: asking at 1300 fixed nothing")
+	p.next = 0
+	q.Grant(1300, p)
+	assert.Equal(t, []int64{1000, 1100, 1200}, p.granted)
+}
+
+// The same for the fair order's head.
+func TestAFairHeadPromotedByARemovalIsDueFromTheRemoval(t *testing.T) {
+	var f scheduler.Fair[string]
+	var a scheduler.Flow[string]
+	a.Init(1, 0)
+	big := &scheduler.Node[string]{Value: "big", Cost: 50}
+	f.Push(big, &a)
+	f.Push(&scheduler.Node[string]{Value: "small", Cost: 1}, &a)
+	require.True(t, f.Remove(big, &a, 1000))
+	assert.Equal(t, int64(1000), f.HeadFloor(1300))
+	assert.Equal(t, int64(1000), f.Due(1300))
 }
