@@ -8,6 +8,7 @@ require (
 	github.com/go-chi/httprate v0.16.1
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
+	github.com/platinummonkey/go-concurrency-limits v0.8.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sluicehq/sluice v0.0.0
 	github.com/sluicehq/sluice/grpclimit v0.0.0

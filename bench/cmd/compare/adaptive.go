@@ -17,15 +17,16 @@ const goalAdaptive = 1.5 // AdaptivePool's Acquire+Done ÷ a plain Pool's Acquir
 func adaptiveSection(r *runner, b *strings.Builder) {
 	b.WriteString("## Adaptive concurrency\n\n")
 	adaptiveModel(r, b)
-	fmt.Fprintf(b, "ns per `Acquire(ctx, 1)` then the end of the permit with a success (sluice `Done(pm, Success)`, failsafe-go `Record`), on limits of %d so that nobody waits. Goal: sluice AdaptivePool ≤ %.1f× a plain Pool.\n\n", scenario.PoolSize, goalAdaptive)
-	t := table{header: []string{"goroutines", "sluice Pool", "sluice AdaptivePool", "failsafe-go adaptivelimiter", "AdaptivePool ÷ Pool", "failsafe-go ÷ Pool", "goal met"}}
+	fmt.Fprintf(b, "ns per `Acquire(ctx, 1)` then the end of the permit with a success (sluice `Done(pm, Success)`, failsafe-go `Record`, go-concurrency-limits `OnSuccess`), on limits of %d so that nobody waits. Goal: sluice AdaptivePool ≤ %.1f× a plain Pool.\n\n", scenario.PoolSize, goalAdaptive)
+	t := table{header: []string{"goroutines", "sluice Pool", "sluice AdaptivePool", "failsafe-go adaptivelimiter", "go-concurrency-limits", "AdaptivePool ÷ Pool", "failsafe-go ÷ Pool", "go-concurrency-limits ÷ Pool", "goal met"}}
 	for _, g := range []int{1, 64} {
 		m := r.micros("adaptive", g, scenario.AdaptiveCost())
 		met := "–"
 		if m[0].ok && m[1].ok {
 			met = yesNo(m[1].ns <= goalAdaptive*m[0].ns)
 		}
-		t.add(fmt.Sprint(g), m[0].cell(), m[1].cell(), m[2].cell(), ratio(m[1].ns, m[0].ns), ratio(m[2].ns, m[0].ns), met)
+		t.add(fmt.Sprint(g), m[0].cell(), m[1].cell(), m[2].cell(), m[3].cell(),
+			ratio(m[1].ns, m[0].ns), ratio(m[2].ns, m[0].ns), ratio(m[3].ns, m[0].ns), met)
 	}
 	t.write(b)
 }

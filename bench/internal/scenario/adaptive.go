@@ -39,7 +39,7 @@ func AdaptiveSubjects() []AdaptiveSubject {
 			return sluiceAdaptive{p}, nil
 		}
 	}
-	return []AdaptiveSubject{
+	return append([]AdaptiveSubject{
 		{"sluice AIMD", "AIMD", pool(func() actor.Controller { return &actor.AIMD{} })},
 		{"sluice Vegas", "Vegas", pool(func() actor.Controller { return &actor.Vegas{} })},
 		{"sluice Gradient2", "Gradient2", pool(func() actor.Controller { return &actor.Gradient2{} })},
@@ -55,7 +55,7 @@ func AdaptiveSubjects() []AdaptiveSubject {
 				WithRecentWindow(20*time.Millisecond, time.Second, 50).Build()
 			return failsafeAdaptive{l}, nil
 		}},
-	}
+	}, gclSubjects()...)
 }
 
 type sluiceAdaptive struct{ p *actor.AdaptivePool }
@@ -105,7 +105,8 @@ func (f failsafeAdaptive) Close()     {}
 // AdaptiveCost returns the subjects of Acquire(ctx, 1) then the end of the
 // permit with a success, on limits high enough that nobody waits: a plain
 // actor.Pool (the baseline), sluice's AdaptivePool (Vegas) ended with
-// Done(Success), and failsafe-go's adaptive limiter ended with Record.
+// Done(Success), failsafe-go's adaptive limiter ended with Record, and
+// go-concurrency-limits' DefaultLimiter (Vegas) ended with OnSuccess.
 func AdaptiveCost() []Micro {
 	ctx := context.Background()
 	return []Micro{
@@ -129,6 +130,19 @@ func AdaptiveCost() []Micro {
 				for range n {
 					if pm, err := l.AcquirePermit(ctx); err == nil {
 						pm.Record()
+					}
+				}
+			}, func() {}, nil
+		}},
+		{Name: "go-concurrency-limits", New: func() (func(int), func(), error) {
+			l, err := gclCost()
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(n int) {
+				for range n {
+					if ln, ok := l.Acquire(ctx); ok {
+						ln.OnSuccess()
 					}
 				}
 			}, func() {}, nil
