@@ -43,3 +43,17 @@ func TestAdaptiveBusyPoolSamplesLatencyButEveryLoadSignal(t *testing.T) {
 		assert.Zero(t, st.Lost)
 	})
 }
+
+// A pool whose permits end by Release reports no samples, but its grants
+// still count for the stride: otherwise each would pay for a clock read.
+func TestAdaptiveReleasedGrantsCountForTheStrideButAreNoSamples(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newAdaptive(t, &recorder{}, actor.WithLimits(1, 2000, 2000))
+		burst(t, p, 1000, actor.Dropped)
+		assert.Zero(t, p.Stats().Samples, "a release is no sample")
+		burst(t, p, 1000, actor.Success)
+		measured := p.Stats().Samples
+		assert.Less(t, measured, int64(500), "the released grants made the pool busy: one in a stride is measured")
+		assert.Positive(t, measured)
+	})
+}

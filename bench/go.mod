@@ -4,9 +4,11 @@ go 1.26.0
 
 require (
 	github.com/dunglas/httpsfv v1.1.2
+	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-chi/httprate v0.16.1
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
+	github.com/platinummonkey/go-concurrency-limits v0.8.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/sluicehq/sluice v0.0.0
 	github.com/sluicehq/sluice/grpclimit v0.0.0
@@ -21,7 +23,9 @@ require (
 
 require (
 	github.com/benbjohnson/clock v1.3.0 // indirect
+	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect

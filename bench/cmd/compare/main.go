@@ -27,6 +27,7 @@ import (
 // config is what the flags select.
 type config struct {
 	quick bool
+	model bool          // run the adaptive model downstream (a go test of its own)
 	d     time.Duration // per measurement of a per-call cost
 	count int           // runs of each subject for per-call costs
 	heavy int           // runs of each subject for the waiting scenarios
@@ -54,7 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "a short run for CI: shorter measurements, fewer runs, scaled-down waiting scenarios")
 	d := fs.Duration("d", 200*time.Millisecond, "time per measurement of a per-call cost (quick: 20ms)")
 	count := fs.Int("count", 5, "runs of each subject for per-call costs; the waiting scenarios run (count+1)/2 times (quick: 3)")
-	only := fs.String("only", "", "run only the sections whose name matches this regexp: decision, rates, roundtrip, wait, storm, heap, pool, breaker, budget, retry, keyed, middleware, redis")
+	only := fs.String("only", "", "run only the sections whose name matches this regexp: decision, rates, roundtrip, wait, storm, heap, pool, adaptive, breaker, budget, retry, keyed, middleware, redis")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go run -C bench ./cmd/compare [flags]\n\n")
 		fs.PrintDefaults()
@@ -65,7 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	cfg := config{quick: *quick, d: *d, count: *count}
+	cfg := config{quick: *quick, d: *d, count: *count, model: true}
 	if *quick {
 		if !set["d"] {
 			cfg.d = 20 * time.Millisecond
@@ -125,6 +126,7 @@ var sections = []section{
 	{"storm", stormSection},
 	{"heap", heapSection},
 	{"pool", poolSection},
+	{"adaptive", adaptiveSection},
 	{"breaker", func(r *runner, b *strings.Builder) { breakerSection(r, b) }},
 	{"budget", func(r *runner, b *strings.Builder) { budgetSection(r, b) }},
 	{"retry", measureRetry},

@@ -41,7 +41,7 @@ func TestRunPrintsEveryTable(t *testing.T) {
 		"## Wait path", "| tiny | sluice |", "| tiny | x/time/rate |", "| tiny | uber ratelimit |", "CPU per permit ≤ 0.7× x/time/rate",
 		"## Cancellation storm", "| sluice |", "| x/time/rate |",
 		"## Heap per blocked waiter", "| plain channel |", "(baseline)",
-		"## Concurrency pool", "## Circuit breaker", "| half failing | 32 |", "## Retry budget", "heap per budget",
+		"## Concurrency pool", "## Adaptive concurrency", "| sluice AdaptivePool |", "## Circuit breaker", "| half failing | 32 |", "## Retry budget", "heap per budget",
 	} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
