@@ -36,13 +36,12 @@ type engine struct {
 	cfg    config
 	client redis.UniversalClient
 	q      quota
-	win    *window // a sliding window's; nil for GCRA
-	args   []any   // the script's leading arguments, its parameters: boxed once
-	script string  // the script a call runs, and its SHA1 (a lone GCRA request: leanScript)
-	sha    string
-	nowArg int    // the index in a call's arguments of the instant to decide at
-	keep   bool   // one key: its state is kept while idle, not made again per request
-	prefix string // Keyed: the keys' prefix
+	win    *window       // a sliding window's; nil for GCRA
+	args   []any         // the script's leading arguments, its parameters: boxed once
+	script *redis.Script // the script a call runs (a lone GCRA request: leanScript)
+	nowArg int           // the index in a call's arguments of the instant to decide at
+	keep   bool          // one key: its state is kept while idle, not made again per request
+	prefix string        // Keyed: the keys' prefix
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
 	// bounded says that the client ends a call at its context's deadline
@@ -134,10 +133,10 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 	}
 	if win != nil {
 		e.args = []any{strconv.FormatInt(win.limit, 10), strconv.FormatInt(win.span, 10)}
-		e.script, e.sha, e.nowArg = windowScript, windowSHA, 2
+		e.script, e.nowArg = windowScript, 2
 	} else {
 		e.args = []any{strconv.FormatInt(q.p, 10), strconv.FormatInt(q.c, 10), strconv.FormatInt(q.tau.w, 10), strconv.FormatInt(q.tau.f, 10)}
-		e.script, e.sha, e.nowArg = batchScript, batchSHA, 4
+		e.script, e.nowArg = gcraScript, 4
 	}
 	e.epoch = cfg.clock.Now()
 	e.wake = make(chan struct{}, 1)
