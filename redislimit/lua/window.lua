@@ -30,6 +30,14 @@
 -- never makes any window hold more, so it is always safe; a settlement for
 -- more adds the difference to the event (a debt later admissions wait for).
 --
+-- Cost per call: the event that must leave is found by walking from
+-- whichever end is nearer in amount (the oldest events when the excess is
+-- small, else back from the newest, where at most L - c of amount fits),
+-- so that a call reads at most about L events (plus the events settled to
+-- nothing among them) whatever the number of reservations held: with 4,000
+-- held on a limit of 10 a call reads a dozen, where walking from the
+-- oldest read 4,000 (issue 26). Events read are kept for the call.
+--
 -- The key expires when its latest event leaves the window; its epoch then
 -- starts again from the instant it is made afresh.
 --
@@ -77,6 +85,11 @@ if redis.replicate_commands then redis.replicate_commands() end
 local key = KEYS[1]
 local L, W = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
+local pause = tonumber(ARGV[7]) or 0
+local function int(x, lo) return x and x == x and x % 1 == 0 and x >= lo and x < 9007199254740992 end
+if not (int(L, 1) and int(W, 1) and int(now, 0) and int(pause, 0)) then
+  return redis.error_reply('ERR sluice: the arguments are not integers in range')
+end
 local id = ARGV[8]
 if id then
   -- A call run again by a client's retry answers its first run's reply.
@@ -88,35 +101,56 @@ if id then
     return t
   end
 end
+-- now: Redis TIME as integer µs, unless the caller gave the instant.
 if now == 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-
 local function str(x) return string.format('%d', x) end
+local function bad() return {err = 'ERR sluice: ' .. key .. ' does not hold a sluice window'} end
 
 local m = redis.call('HMGET', key, 'e', 'lo', 'hi', 'tot', 'last', 't', 'hold')
 local ep, lo, hi, tot, last, seen, hold = now, 1, 0, 0, 0, 0, 0
 if m[1] then
   ep, lo, hi, tot, last, seen, hold = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4]), tonumber(m[5]), tonumber(m[6]), tonumber(m[7] or '0')
-  if not (ep and lo and hi and tot and last and seen and hold) then
-    return redis.error_reply('ERR sluice: ' .. key .. ' does not hold a sluice window')
+  if not (int(ep, 0) and int(lo, 1) and int(hi, 0) and hi >= lo - 1 and int(tot, 0) and int(last, 0)
+      and int(seen, 0) and int(hold, 0)) then
+    return bad()
   end
 end
 -- The key's time never goes back: what left the window stays gone.
 now = math.max(now, seen)
 local changed = false
 -- A pause: nothing is admitted before it; a later one extends it.
-local pause = tonumber(ARGV[7]) or 0
 if pause > hold then hold, changed = pause, true end
 
--- ev reads event id: its instant, amount and settled flag, or nil.
-local function ev(id)
-  local v = redis.call('HGET', key, str(id))
-  if not v then return nil end
-  local a, c, f = string.match(v, '^(%d+):(%d+):([01])$')
-  if not a then return nil end
-  return tonumber(a), tonumber(c), f
+-- The events read so far: id -> {at, amount, settled}, or false for none.
+-- ev reads event i (nil for none; a value that does not parse, which no
+-- run of this script writes, fails the call); put and del write one.
+local evs = {}
+local function ev(i)
+  local e = evs[i]
+  if e == nil then
+    local v = redis.call('HGET', key, str(i))
+    e = false
+    if v then
+      local a, c, f = string.match(v, '^(%d+):(%d+):([01])$')
+      a, c = tonumber(a), tonumber(c)
+      if not (int(a, 0) and int(c, 0)) then error(bad()) end
+      e = {a, c, f}
+    end
+    evs[i] = e
+  end
+  if e then return e[1], e[2], e[3] end
+  return nil
+end
+local function put(i, a, c, f)
+  evs[i] = {a, c, f}
+  redis.call('HSET', key, str(i), str(a) .. ':' .. str(c) .. ':' .. f)
+end
+local function del(i)
+  evs[i] = false
+  redis.call('HDEL', key, str(i))
 end
 
 -- The events that have left the window go.
@@ -124,49 +158,61 @@ while lo <= hi do
   local a, c = ev(lo)
   if a then
     if a > now - W then break end
-    redis.call('HDEL', key, str(lo))
+    del(lo)
     tot, changed = tot - c, true
   end
   lo = lo + 1
 end
+if tot < 0 or (lo > hi and tot ~= 0) then return bad() end
 
 local out = {now, ep, hi + 1, hold}
 local relast = false
-for sep, id, amt, fin in string.gmatch(ARGV[4], '(%d+):(%d+):(%d+):([01])') do
+for sep, sid, amt, fin in string.gmatch(ARGV[4], '(%d+):(%d+):(%d+):([01])') do
   local res = 2
-  id, amt = tonumber(id), tonumber(amt)
-  if tonumber(sep) == ep and id >= lo and id <= hi then
-    local a, c, f = ev(id)
+  sid, amt = tonumber(sid), tonumber(amt)
+  if not int(amt, 0) then return redis.error_reply('ERR sluice: the settlements are not integers in range') end
+  if tonumber(sep) == ep and sid >= lo and sid <= hi then
+    local a, c, f = ev(sid)
     if a and f == '1' then
       res = 0
     elseif a then
       tot, res, changed = tot + amt - c, 1, true
       if fin == '0' and amt == 0 then
-        redis.call('HDEL', key, str(id))
+        del(sid)
         if a == last then relast = true end
       else
-        redis.call('HSET', key, str(id), str(a) .. ':' .. str(amt) .. ':' .. fin)
+        put(sid, a, amt, fin)
       end
     end
   end
   out[#out + 1] = res
 end
--- fit returns the earliest instant, no earlier than now and than from,
--- at which c more fits in the window given the events before id upto
--- (whose amount is held): walking from the oldest, those that must leave.
-local function fit(c, held, from, upto)
-  local at = math.max(now, from)
-  local excess = held + c - L
-  local j, acc = lo, 0
-  while excess > 0 and acc < excess and j < upto do
+
+-- before returns the instant of the latest event before id i, 0 if none.
+local function before(i)
+  for j = i - 1, lo, -1 do
+    local a = ev(j)
+    if a then return a end
+  end
+  return 0
+end
+
+-- back returns the earliest instant, no earlier than at, at which c more
+-- fits given the events before id upto, walking back from the newest of
+-- them: the first whose amount, with those after it and c, is beyond L
+-- must leave first. It reads at most about L - c of amount. Reaching the
+-- oldest, it has summed every event before upto: when upto is past the
+-- newest, that sum is tot, or the key is not the script's (nil).
+local function back(c, at, upto)
+  local s = c
+  for j = upto - 1, lo, -1 do
     local a, ec = ev(j)
-    j = j + 1
-    if a and ec > 0 then
-      acc = acc + ec
-      if acc >= excess then at = math.max(at, a + W) end
+    if a then
+      s = s + ec
+      if s > L then return math.max(at, a + W) end
     end
   end
-  if excess > 0 and acc < excess then at = math.max(at, now + W) end
+  if upto > hi and s - c ~= tot then return nil end
   return at
 end
 
@@ -175,24 +221,16 @@ end
 -- it is earlier; never before the event before it, so that the events
 -- stay in order of their instants. The windows that gain it hold only
 -- the events before it; the ones that lose it only hold less.
-for sep, id in string.gmatch(ARGV[6], '(%d+):(%d+)') do
+for sep, mid in string.gmatch(ARGV[6], '(%d+):(%d+)') do
   local res = 0
-  id = tonumber(id)
-  if tonumber(sep) == ep and id >= lo and id <= hi then
-    local a, c, f = ev(id)
+  mid = tonumber(mid)
+  if tonumber(sep) == ep and mid >= lo and mid <= hi then
+    local a, c, f = ev(mid)
     if a and f == '0' and a > now then
-      local prev, after = 0, 0
-      for j = id - 1, lo, -1 do
-        local pa = ev(j)
-        if pa then prev = pa; break end
-      end
-      for j = id + 1, hi do
-        local pa, pc = ev(j)
-        if pa then after = after + pc end
-      end
-      local at = fit(c, tot - c - after, math.max(prev, hold), id)
+      local at = back(c, math.max(now, before(mid), hold), mid)
+      if not at then return bad() end
       if at < a then
-        redis.call('HSET', key, str(id), str(at) .. ':' .. str(c) .. ':0')
+        put(mid, at, c, '0')
         res, changed, relast = at, true, true
       end
     end
@@ -203,45 +241,53 @@ end
 if relast then
   -- The latest event was given back, or moved: admissions need only
   -- follow the latest one left, where it is now.
-  last = 0
-  for id = hi, lo, -1 do
-    local a = ev(id)
-    if a then last = a; break end
-  end
+  last = before(hi + 1)
 end
 
--- The events from the oldest on, as far as the requests so far needed to
--- look: instants and running amounts.
+-- A request's excess, what must leave before it fits, is found from the
+-- nearer end: forward from the oldest when it is at most L - c (the
+-- events from the oldest on, as far as the requests so far needed to
+-- look, are kept with their running amounts), else back from the newest.
 local wa, wc, wn, nxt = {}, {}, 0, lo
+local function forward(excess)
+  while (wn == 0 or wc[wn] < excess) and nxt <= hi do
+    local a, ec = ev(nxt)
+    nxt = nxt + 1
+    if a and ec > 0 then
+      wn = wn + 1
+      wa[wn], wc[wn] = a, ec + (wc[wn - 1] or 0)
+    end
+  end
+  if wn == 0 or wc[wn] < excess then return nil end -- tot is more than the events hold
+  local i, j = 1, wn
+  while i < j do
+    local h = math.floor((i + j) / 2)
+    if wc[h] >= excess then j = h else i = h + 1 end
+  end
+  return wa[i] + W
+end
+
 for c, mw in string.gmatch(ARGV[5], '(%d+):(%-?%d+)') do
   c, mw = tonumber(c), tonumber(mw)
+  if not (int(c, 0) and int(mw, -1)) then
+    return redis.error_reply('ERR sluice: the requests are not integers in range')
+  end
   if c > L then
     out[#out + 1] = 0
   else
     local at = math.max(now, last, hold)
     local excess = tot + c - L
     if excess > 0 then
-      -- The oldest events holding excess must leave first.
-      while (wn == 0 or wc[wn] < excess) and nxt <= hi do
-        local a, ec = ev(nxt)
-        nxt = nxt + 1
-        if a and ec > 0 then
-          wn = wn + 1
-          wa[wn], wc[wn] = a, ec + (wc[wn - 1] or 0)
-        end
-      end
-      local i, j = 1, wn
-      while i < j do
-        local mid = math.floor((i + j) / 2)
-        if wc[mid] >= excess then j = mid else i = mid + 1 end
-      end
-      if wn > 0 then at = math.max(at, wa[i] + W) else at = math.max(at, now + W) end
+      local from
+      if excess <= L - c then from = forward(excess) else from = back(c, at, hi + 1) end
+      if not from then return bad() end
+      at = math.max(at, from)
     end
     if mw >= 0 and at - now > mw then
       out[#out + 1] = math.min(now - at, -1)
     else
       hi = hi + 1
-      redis.call('HSET', key, str(hi), str(at) .. ':' .. str(c) .. ':0')
+      put(hi, at, c, '0')
       tot, last, changed = tot + c, at, true
       out[#out + 1] = at
     end
