@@ -42,6 +42,7 @@ type engine struct {
 	nowArg int           // the index in a call's arguments of the instant to decide at
 	keep   bool          // one key: its state is kept while idle, not made again per request
 	prefix string        // Keyed: the keys' prefix
+	logKey string        // the key, or a Keyed's prefix, that log lines name
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
 	// bounded says that the client ends a call at its context's deadline
@@ -95,6 +96,7 @@ type engine struct {
 	busy     *batch // the batch under way, or nil
 	downTill int64  // until then, requests fail without a call
 	downErr  error  // why
+	out      outage // Redis out of reach, for the log lines (log.go)
 	timer    actor.Timer
 	timerC   <-chan time.Time // the armed timer's channel, or nil
 	armed    bool
