@@ -406,7 +406,7 @@ func exactInt(b string) (int64, bool) {
 }
 
 // read reads a GCRA script call's reply for n requests (the lean
-// script's for its one).
+// script's for its one), as lua/gcra.lua documents it.
 func read(c *redis.Cmd, n int) answer {
 	v, err := c.Text()
 	if err != nil {

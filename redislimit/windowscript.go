@@ -7,7 +7,8 @@ import (
 )
 
 // readWindow reads a window script call's reply for s settlements and
-// moves and n requests: their codes, in that order.
+// moves and n requests: their codes, in that order (lua/window.lua
+// documents the reply).
 func readWindow(c *redis.Cmd, s, n int) answer {
 	res, err := c.Slice()
 	if err != nil {
