@@ -165,11 +165,15 @@ end
 local inc = {} -- c·P as whole µs and ticks, per cost seen
 for c, mw, n in string.gmatch(ARGV[9], '(%d+):(%-?%d+):?(%d*)') do
   c, mw, n = tonumber(c), tonumber(mw), tonumber(n) or 1
-  if not (int(c, 1) and int(mw, -1) and int(n, 1) and n <= 1000000) then
-    return redis.error_reply('ERR sluice: the requests are not integers in range')
-  end
+  -- Digits, so integers. A run too long would hold Redis; a maxwait
+  -- beyond 2^53 or below -1 only waits without limit, as -1 does. (Checks
+  -- by call here were a fifth of the script's time at 40 entries.)
+  if n > 1000000 then return redis.error_reply('ERR sluice: the requests are not integers in range') end
   local ci = inc[c]
-  if not ci then ci = {divmod(c * P, C)}; inc[c] = ci end
+  if not ci then
+    if not int(c, 1) then return redis.error_reply('ERR sluice: the requests are not integers in range') end
+    ci = {divmod(c * P, C)}; inc[c] = ci
+  end
   local iw, ifr = ci[1], ci[2]
   if iw > tauW or (iw == tauW and ifr > tauF) then
     for _ = 1, n do k = k + 1; out[k] = 0 end
