@@ -33,6 +33,7 @@ func (e *engine) apply(b *batch, now int64) {
 // slot is never early (Redis read its clock before that moment), and never
 // before the key's previous slot, so that grants keep FIFO order.
 func (e *engine) answered(kc *keyCall, b *batch, now int64) {
+	e.cameBack(now)
 	ks := kc.ks
 	off := b.r - kc.now*1000
 	ks.off = off
@@ -215,9 +216,10 @@ func (e *engine) failed(kc *keyCall) {
 	e.markDirty(ks)
 	if outOfReach(kc.err) {
 		e.downErr = kc.err // the cause of what fails without a call (reachable)
+		now := e.now()
+		e.wentDown(now, kc.err)
 		if e.cfg.probe > 0 {
 			// Spare the next callers the wait (WithProbeInterval).
-			now := e.now()
 			e.downTill = now + min(int64(e.cfg.probe), math.MaxInt64-now)
 		}
 	}

@@ -309,58 +309,57 @@ func (e *engine) call(b *batch, due time.Time) []answer {
 }
 
 // callKeys makes one script call per key, pipelined when there are
-// several, and sends again with EVAL those Redis no longer knows the
-// script for (NOSCRIPT after a restart or SCRIPT FLUSH), which loads it
-// again.
+// several, each by its script's SHA1, and sends again by the script's
+// text those Redis no longer knows the script for (NOSCRIPT after a
+// restart or SCRIPT FLUSH), in one pipeline too: redis.Script's Run does
+// the same for one command, but a pipeline's errors come only after it
+// is sent. Stats.Calls counts every command sent, so a NOSCRIPT costs one
+// call more.
 func (e *engine) callKeys(ctx context.Context, keys []*keyCall) []answer {
 	cmds := e.run(ctx, keys, false)
 	as := make([]answer, len(keys))
-	var again []int
+	var again []*keyCall
+	var at []int
 	for i, c := range cmds {
-		if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			again = append(again, i)
+		if redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			again, at = append(again, keys[i]), append(at, i)
 			continue
 		}
 		as[i] = e.read(c, keys[i])
 	}
 	if len(again) > 0 {
-		retry := make([]*keyCall, len(again))
-		for j, i := range again {
-			retry[j] = keys[i]
-		}
-		for j, c := range e.run(ctx, retry, true) {
-			as[again[j]] = e.read(c, retry[j])
+		for j, c := range e.run(ctx, again, true) {
+			as[at[j]] = e.read(c, again[j])
 		}
 		// Redis lost its scripts (a restart, SCRIPT FLUSH): load the
 		// other one too, so that its first call finds it.
 		if e.win == nil {
-			_ = e.client.ScriptLoad(ctx, batchScript).Err()
-			_ = e.client.ScriptLoad(ctx, leanScript).Err()
+			_ = gcraScript.Load(ctx, e.client).Err()
+			_ = leanScript.Load(ctx, e.client).Err()
 		}
 	}
 	return as
 }
 
-// run sends one script call per key, by SHA or, with load, with the
-// script's text.
+// run sends one script call per key, by SHA1 or, with load, by text.
 func (e *engine) run(ctx context.Context, keys []*keyCall, load bool) []*redis.Cmd {
 	call := func(c redis.Scripter, kc *keyCall) *redis.Cmd {
 		e.calls.Add(1)
 		if !load {
 			e.decided.Add(uint64(len(kc.reqs)))
 		}
-		script, sha := e.script, e.sha
+		script := e.script
 		if kc.lean {
-			script, sha = leanScript, leanSHA
+			script = leanScript
 		}
 		keys := kc.keys
 		if keys == nil {
 			keys = []string{kc.ks.name}
 		}
 		if load {
-			return c.Eval(ctx, script, keys, kc.args...)
+			return script.Eval(ctx, c, keys, kc.args...)
 		}
-		return c.EvalSha(ctx, sha, keys, kc.args...)
+		return script.EvalSha(ctx, c, keys, kc.args...)
 	}
 	cmds := make([]*redis.Cmd, len(keys))
 	if len(keys) == 1 {
@@ -407,7 +406,7 @@ func exactInt(b string) (int64, bool) {
 }
 
 // read reads a GCRA script call's reply for n requests (the lean
-// script's for its one).
+// script's for its one), as lua/gcra.lua documents it.
 func read(c *redis.Cmd, n int) answer {
 	v, err := c.Text()
 	if err != nil {
@@ -441,7 +440,7 @@ func read(c *redis.Cmd, n int) answer {
 var errMalformed = errors.New("redislimit: malformed reply")
 
 // valueLen is the length of a GCRA key's value: W, F, N and M as
-// little-endian float64s (scripts.go).
+// little-endian float64s (lua/gcra.lua).
 const valueLen = 32
 
 // parseValue reads a key's value as a script returned it; "" is no key.

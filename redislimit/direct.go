@@ -172,6 +172,7 @@ func (e *engine) lone(r *request) int {
 	}
 	e.calling.Store(false)
 	e.busy = nil
+	e.cameBack(now)
 	e.rtt = max(b.r-b.s, 0)
 	ks.inflight = false
 	clear(ks.line)

@@ -36,13 +36,13 @@ type engine struct {
 	cfg    config
 	client redis.UniversalClient
 	q      quota
-	win    *window // a sliding window's; nil for GCRA
-	args   []any   // the script's leading arguments, its parameters: boxed once
-	script string  // the script a call runs, and its SHA1 (a lone GCRA request: leanScript)
-	sha    string
-	nowArg int    // the index in a call's arguments of the instant to decide at
-	keep   bool   // one key: its state is kept while idle, not made again per request
-	prefix string // Keyed: the keys' prefix
+	win    *window       // a sliding window's; nil for GCRA
+	args   []any         // the script's leading arguments, its parameters: boxed once
+	script *redis.Script // the script a call runs (a lone GCRA request: leanScript)
+	nowArg int           // the index in a call's arguments of the instant to decide at
+	keep   bool          // one key: its state is kept while idle, not made again per request
+	prefix string        // Keyed: the keys' prefix
+	logKey string        // the key, or a Keyed's prefix, that log lines name
 	epoch  time.Time
 	local  *actor.Limiter // fail open; nil when failing closed
 	// bounded says that the client ends a call at its context's deadline
@@ -96,6 +96,7 @@ type engine struct {
 	busy     *batch // the batch under way, or nil
 	downTill int64  // until then, requests fail without a call
 	downErr  error  // why
+	out      outage // Redis out of reach, for the log lines (log.go)
 	timer    actor.Timer
 	timerC   <-chan time.Time // the armed timer's channel, or nil
 	armed    bool
@@ -134,10 +135,10 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 	}
 	if win != nil {
 		e.args = []any{strconv.FormatInt(win.limit, 10), strconv.FormatInt(win.span, 10)}
-		e.script, e.sha, e.nowArg = windowScript, windowSHA, 2
+		e.script, e.nowArg = windowScript, 2
 	} else {
 		e.args = []any{strconv.FormatInt(q.p, 10), strconv.FormatInt(q.c, 10), strconv.FormatInt(q.tau.w, 10), strconv.FormatInt(q.tau.f, 10)}
-		e.script, e.sha, e.nowArg = batchScript, batchSHA, 4
+		e.script, e.nowArg = gcraScript, 4
 	}
 	e.epoch = cfg.clock.Now()
 	e.wake = make(chan struct{}, 1)

@@ -13,25 +13,19 @@ func WithBeforeCall(f func()) Option {
 	return optionFunc(func(c *config) { c.beforeCall = f })
 }
 
-// Script and ScriptSHA are the batch script and its SHA1, for the tests
-// that run it directly.
-const Script = batchScript
-
-var ScriptSHA = batchSHA
+// Script and ScriptSHA are the batch script (lua/gcra.lua) and its SHA1,
+// for the tests that run it directly.
+var Script, ScriptSHA = gcraSource, gcraScript.Hash()
 
 // LeanScript and LeanScriptSHA are the one-request script and its SHA1.
-const LeanScript = leanScript
-
-var LeanScriptSHA = leanSHA
+var LeanScript, LeanScriptSHA = leanSource, leanScript.Hash()
 
 // LeanArgs packs the lean script's argument: C, tau (whole µs, ticks), the
 // instant (0: TIME), maxwait, and the cost's span (whole µs, ticks).
 var LeanArgs = packLean
 
 // WindowScript and WindowScriptSHA are the window script and its SHA1.
-const WindowScript = windowScript
-
-var WindowScriptSHA = windowSHA
+var WindowScript, WindowScriptSHA = windowSource, windowScript.Hash()
 
 // WithGrantHook tells f, on the owner goroutine, of every grant through
 // Redis: the instant Redis admitted its slot at, in µs, and its cost.

@@ -52,7 +52,7 @@ func NewKeyed(client redis.UniversalClient, prefix string, rate algorithms.Rate,
 	if err != nil {
 		return nil, err
 	}
-	e.prefix = prefix
+	e.prefix, e.logKey = prefix, prefix
 	return &Keyed{e: e}, nil
 }
 

@@ -52,7 +52,7 @@ func New(client redis.UniversalClient, key string, rate algorithms.Rate, burst i
 	if err != nil {
 		return nil, err
 	}
-	e.keep = true
+	e.keep, e.logKey = true, key
 	return &Limiter{e: e, key: key}, nil
 }
 

@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/sluicehq/sluice/actor"
@@ -20,6 +21,7 @@ type config struct {
 	openNum     int64
 	openDen     int64
 	obs         permits.Observer        // nil: none
+	logger      *slog.Logger            // nil: none (WithLogger)
 	serverNow   func() int64            // tests: the instant, in µs, the script decides at
 	beforeCall  func()                  // tests: called by the caller goroutine before each batch
 	onGrant     func(redis, cost int64) // tests: told of each grant, with Redis's instant in µs

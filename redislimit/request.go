@@ -97,7 +97,7 @@ type seen struct {
 }
 
 // ident is a key's value up to its write count, W, F and N: the TAT and the
-// count, which identify the value (scripts.go). The zero ident is none.
+// count, which identify the value (lua/gcra.lua). The zero ident is none.
 type ident struct {
 	w, f, n int64
 	ok      bool

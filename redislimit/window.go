@@ -83,7 +83,7 @@ func NewWindow(client redis.UniversalClient, key string, limit algorithms.Rate, 
 	if err != nil {
 		return nil, err
 	}
-	e.keep = true
+	e.keep, e.logKey = true, key
 	return &Window{e: e, key: key}, nil
 }
 
