@@ -12,7 +12,8 @@
 //	                                (b,c) Handle …       arrivals in order
 //	RoundTrip ◀──reply─── Call ◀──  … Cancel            one cancelled in its batch, after it
 //	                                (d,e) Schedule       due heads, expiry, publish
-//	                                (f) arm the timer from Schedule's reading
+//	                                (f) arm the timer from Schedule's reading,
+//	                                    or wake again at once if something fell due by it
 //
 // What the core holds, and nothing else does: the inbox (a lock-free stack
 // of calls and a second one of cancellations, each pushed with one CAS and
