@@ -57,8 +57,9 @@ func clientOutcome(err error) actor.Outcome {
 	return actor.Success
 }
 
-// targetSlot is what an attempt holds of its target's pool (nil: the
-// Client has no pools).
+// targetSlot is what an attempt holds of its target's pool (p nil: the
+// Client has no pools). A value, not a pointer: an attempt costs no
+// allocation for it.
 type targetSlot struct {
 	p     *keyPool
 	pm    permits.Permit
@@ -66,25 +67,25 @@ type targetSlot struct {
 }
 
 // acquireTarget waits for target's pool, if the Client has them.
-func (c *Client) acquireTarget(ctx context.Context, target string) (*targetSlot, error) {
+func (c *Client) acquireTarget(ctx context.Context, target string) (targetSlot, error) {
 	if c.targetPools == nil {
-		return nil, nil
+		return targetSlot{}, nil
 	}
 	p, err := c.targetPools.get(target)
 	if err != nil {
-		return nil, err
+		return targetSlot{}, err
 	}
 	pm, err := p.pool.Acquire(ctx, 1)
 	if err != nil {
-		return nil, err
+		return targetSlot{}, err
 	}
-	return &targetSlot{p: p, pm: pm, start: time.Now()}, nil
+	return targetSlot{p: p, pm: pm, start: time.Now()}, nil
 }
 
 // end reports an attempt's outcome, err its status error; a stream
 // reports its load signals only.
-func (s *targetSlot) end(err error, stream bool) {
-	if s == nil {
+func (s targetSlot) end(err error, stream bool) {
+	if s.p == nil {
 		return
 	}
 	o := clientOutcome(err)
@@ -95,8 +96,8 @@ func (s *targetSlot) end(err error, stream bool) {
 }
 
 // drop ends an attempt that was never sent: it says nothing of the target.
-func (s *targetSlot) drop() {
-	if s != nil {
+func (s targetSlot) drop() {
+	if s.p != nil {
 		s.p.pool.Done(s.pm, actor.Dropped)
 	}
 }

@@ -25,7 +25,7 @@ type clientCall struct {
 	keep   bool
 	permit permits.Permit
 	done   func(error)
-	slot   *targetSlot
+	slot   targetSlot
 }
 
 // attemptError is what an attempt that may be retried returns to the

@@ -1,6 +1,7 @@
 package grpclimit
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,16 +19,20 @@ const OverflowKey = "(overflow)"
 // its first call, at most max of them plus one overflow pool: a server's
 // methods and a client's targets are few, but a table that hostile
 // method names (a server with an UnknownServiceHandler) could grow must
-// still be bounded. Reads take the read lock only.
+// still be bounded.
 type pools struct {
-	newCtl   func() actor.Controller
-	opts     []actor.AdaptiveOption
-	name     string // pools are named name+" "+key
-	max      int
-	mu       sync.RWMutex
-	m        map[string]*keyPool
-	overflow *keyPool
-	closed   bool
+	newCtl func() actor.Controller
+	opts   []actor.AdaptiveOption
+	name   string // pools are named name+" "+key
+	max    int
+	// m is read without a lock: a map never changed once published, copied
+	// under mu to add a key. Keys are few and added once each, so the
+	// copies cost little; an RWMutex's read lock made parallel requests
+	// contend on its counter.
+	m        atomic.Pointer[map[string]*keyPool]
+	mu       sync.Mutex // taken to add a key, and to close
+	overflow atomic.Pointer[keyPool]
+	closed   atomic.Bool
 }
 
 // keyPool is one key's pool and the average time of its calls.
@@ -41,7 +46,8 @@ type keyPool struct {
 }
 
 func newPools(name string, newCtl func() actor.Controller, opts []actor.AdaptiveOption, max int) (*pools, error) {
-	t := &pools{newCtl: newCtl, opts: opts, name: name, max: max, m: map[string]*keyPool{}}
+	t := &pools{newCtl: newCtl, opts: opts, name: name, max: max}
+	t.m.Store(&map[string]*keyPool{})
 	if newCtl == nil {
 		return nil, errNilController
 	}
@@ -57,14 +63,15 @@ func newPools(name string, newCtl func() actor.Controller, opts []actor.Adaptive
 // get returns key's pool, made at its first call, or the overflow pool
 // when the table is full.
 func (t *pools) get(key string) (*keyPool, error) {
-	t.mu.RLock()
-	p, closed := t.m[key], t.closed
-	t.mu.RUnlock()
-	switch {
-	case closed:
+	if t.closed.Load() {
 		return nil, permits.ErrClosed
-	case p != nil:
+	}
+	m := t.m.Load()
+	if p := (*m)[key]; p != nil {
 		return p, nil
+	}
+	if p := t.overflow.Load(); p != nil {
+		return p, nil // set once the table is full
 	}
 	return t.add(key)
 }
@@ -72,40 +79,42 @@ func (t *pools) get(key string) (*keyPool, error) {
 func (t *pools) add(key string) (*keyPool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed.Load() {
 		return nil, permits.ErrClosed
 	}
-	if p, ok := t.m[key]; ok {
+	old := *t.m.Load()
+	if p, ok := old[key]; ok {
 		return p, nil
 	}
-	full := len(t.m) >= t.max
-	if full && t.overflow != nil {
-		return t.overflow, nil
+	if p := t.overflow.Load(); p != nil {
+		return p, nil
 	}
+	full := len(old) >= t.max
+	name := key
 	if full {
-		key = OverflowKey
+		name = OverflowKey
 	}
-	pool, err := actor.NewAdaptivePool(t.newCtl(), append(t.opts[:len(t.opts):len(t.opts)], actor.WithName(t.name+" "+key))...)
+	pool, err := actor.NewAdaptivePool(t.newCtl(), append(t.opts[:len(t.opts):len(t.opts)], actor.WithName(t.name+" "+name))...)
 	if err != nil {
-		return nil, err // validated: a controller newCtl made wrong this time
+		return nil, err // validated: a controller the constructor made wrong this time
 	}
-	p := &keyPool{key: key, pool: pool}
+	p := &keyPool{key: name, pool: pool}
 	if full {
-		t.overflow = p
-	} else {
-		t.m[key] = p
+		t.overflow.Store(p)
+		return p, nil
 	}
+	m := maps.Clone(old)
+	m[key] = p
+	t.m.Store(&m)
 	return p, nil
 }
 
 // stats returns the stats of key's pool (OverflowKey: the shared one).
 func (t *pools) stats(key string) (actor.AdaptiveStats, bool) {
-	t.mu.RLock()
-	p := t.m[key]
+	p := (*t.m.Load())[key]
 	if p == nil && key == OverflowKey {
-		p = t.overflow
+		p = t.overflow.Load()
 	}
-	t.mu.RUnlock()
 	if p == nil {
 		return actor.AdaptiveStats{}, false
 	}
@@ -113,20 +122,18 @@ func (t *pools) stats(key string) (actor.AdaptiveStats, bool) {
 }
 
 func (t *pools) len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.m)
+	return len(*t.m.Load())
 }
 
 func (t *pools) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.closed = true
-	for _, p := range t.m {
+	t.closed.Store(true)
+	for _, p := range *t.m.Load() {
 		_ = p.pool.Close()
 	}
-	if t.overflow != nil {
-		_ = t.overflow.pool.Close()
+	if p := t.overflow.Load(); p != nil {
+		_ = p.pool.Close()
 	}
 }
 

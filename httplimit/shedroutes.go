@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,17 +12,20 @@ import (
 
 // routePools is a Shedder's table of pools, one per route, made at the
 // route's first request, at most max of them plus the overflow pool.
-// Reads take the read lock: after the first requests of each route the
-// table only grows when a new route comes, which a ServeMux's fixed set of
-// patterns makes rare.
+// After the first request of each route the table only grows when a new
+// route comes, which a ServeMux's fixed set of patterns makes rare.
 type routePools struct {
-	newCtl   func() actor.Controller
-	opts     []actor.AdaptiveOption
-	max      int
-	mu       sync.RWMutex
-	m        map[string]*routePool
-	overflow *routePool
-	closed   bool
+	newCtl func() actor.Controller
+	opts   []actor.AdaptiveOption
+	max    int
+	// m is read without a lock: a map never changed once published, copied
+	// under mu to add a key. Keys are few and added once each, so the
+	// copies cost little; an RWMutex's read lock made parallel requests
+	// contend on its counter.
+	m        atomic.Pointer[map[string]*routePool]
+	mu       sync.Mutex // taken to add a key, and to close
+	overflow atomic.Pointer[routePool]
+	closed   atomic.Bool
 }
 
 // routePool is one route's pool and what Retry-After is made of.
@@ -36,7 +40,9 @@ type routePool struct {
 }
 
 func newRoutePools(newCtl func() actor.Controller, opts []actor.AdaptiveOption, max int) *routePools {
-	return &routePools{newCtl: newCtl, opts: opts, max: max, m: map[string]*routePool{}}
+	t := &routePools{newCtl: newCtl, opts: opts, max: max}
+	t.m.Store(&map[string]*routePool{})
+	return t
 }
 
 // validate makes, and closes, one pool, so that a bad configuration fails
@@ -52,14 +58,15 @@ func (t *routePools) validate() error {
 // get returns route's pool, made at its first request, or the overflow
 // pool when the table is full.
 func (t *routePools) get(route string) (*routePool, error) {
-	t.mu.RLock()
-	p, closed := t.m[route], t.closed
-	t.mu.RUnlock()
-	switch {
-	case closed:
+	if t.closed.Load() {
 		return nil, permits.ErrClosed
-	case p != nil:
+	}
+	m := t.m.Load()
+	if p := (*m)[route]; p != nil {
 		return p, nil
+	}
+	if p := t.overflow.Load(); p != nil {
+		return p, nil // set once the table is full
 	}
 	return t.add(route)
 }
@@ -67,58 +74,57 @@ func (t *routePools) get(route string) (*routePool, error) {
 func (t *routePools) add(route string) (*routePool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed {
+	if t.closed.Load() {
 		return nil, permits.ErrClosed
 	}
-	if p, ok := t.m[route]; ok {
+	old := *t.m.Load()
+	if p, ok := old[route]; ok {
 		return p, nil
 	}
-	full := len(t.m) >= t.max
-	if full && t.overflow != nil {
-		return t.overflow, nil
+	if p := t.overflow.Load(); p != nil {
+		return p, nil
 	}
+	full := len(old) >= t.max
 	name := route
 	if full {
 		name = OverflowRoute
 	}
 	pool, err := actor.NewAdaptivePool(t.newCtl(), append(t.opts[:len(t.opts):len(t.opts)], actor.WithName("httplimit "+name))...)
 	if err != nil {
-		return nil, err // validated: a controller newController made wrong this time
+		return nil, err // validated: a controller the constructor made wrong this time
 	}
 	p := &routePool{name: name, pool: pool}
 	if full {
-		t.overflow = p
-	} else {
-		t.m[route] = p
+		t.overflow.Store(p)
+		return p, nil
 	}
+	m := maps.Clone(old)
+	m[route] = p
+	t.m.Store(&m)
 	return p, nil
 }
 
 // lookup returns the pool named route, nil if there is none.
 func (t *routePools) lookup(route string) *routePool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if route == OverflowRoute && t.m[route] == nil {
-		return t.overflow
+	if p := (*t.m.Load())[route]; p != nil || route != OverflowRoute {
+		return p
 	}
-	return t.m[route]
+	return t.overflow.Load()
 }
 
 func (t *routePools) len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.m)
+	return len(*t.m.Load())
 }
 
 func (t *routePools) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.closed = true
-	for _, p := range t.m {
+	t.closed.Store(true)
+	for _, p := range *t.m.Load() {
 		_ = p.pool.Close()
 	}
-	if t.overflow != nil {
-		_ = t.overflow.pool.Close()
+	if p := t.overflow.Load(); p != nil {
+		_ = p.pool.Close()
 	}
 }
 
