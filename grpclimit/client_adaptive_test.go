@@ -3,6 +3,7 @@ package grpclimit_test
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,4 +142,40 @@ func TestAdaptiveConcurrencyBadConfigFails(t *testing.T) {
 			assert.True(t, errors.Is(err, permits.ErrInvalidConfig), "%v", err)
 		})
 	}
+}
+
+// doneStream is a client stream whose RecvMsg ends it with io.EOF.
+type doneStream struct{ grpc.ClientStream }
+
+func (doneStream) RecvMsg(any) error { return io.EOF }
+
+// An open stream holds its target's slot until it ends, and its end
+// teaches the controller no latency.
+func TestAdaptiveConcurrencyAStreamHoldsItsTargetsSlotUntilItEnds(t *testing.T) {
+	cc := conn(t, "a")
+	synctest.Test(t, func(t *testing.T) {
+		cl := newClient(t, permits.Unlimited, grpclimit.WithAdaptiveConcurrency(aimd, actor.WithLimits(1, 1, 1)))
+		defer cl.Close()
+		desc := &grpc.StreamDesc{ServerStreams: true}
+		open := func(ctx context.Context) (grpc.ClientStream, error) {
+			return cl.Stream(ctx, desc, cc, "/s/Watch", func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+				return doneStream{}, nil
+			})
+		}
+		s, err := open(t.Context())
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Millisecond)
+		defer cancel()
+		_, err = open(ctx)
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "the open stream holds the only slot")
+		time.Sleep(10 * time.Millisecond)
+		assert.ErrorIs(t, s.RecvMsg(nil), io.EOF)
+		s2, err := open(t.Context())
+		require.NoError(t, err, "its end gave the slot back")
+		_ = s2.RecvMsg(nil)
+		time.Sleep(10 * time.Millisecond)
+		st, _ := cl.TargetConcurrency(cc.Target())
+		assert.Zero(t, st.Samples, "a stream's life is no service time")
+		assert.Zero(t, st.InFlight)
+	})
 }

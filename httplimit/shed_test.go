@@ -354,3 +354,44 @@ func perMinute(t *testing.T, n int64) *keyed.Limiter[string] {
 	t.Cleanup(func() { _ = lim.Close() })
 	return lim
 }
+
+// In shadow mode the requests the limit would refuse are served, so they
+// take a slot as every served request does.
+func TestShedderInShadowModeCountsTheRequestsTheLimitWouldRefuse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := fixed(t, 4)
+		h := httplimit.Middleware(perMinute(t, 1), byPath, httplimit.WithShadow(nil), httplimit.WithShedder(s))(
+			http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		assert.Equal(t, http.StatusOK, serve1(h, "/").Code)
+		assert.Equal(t, http.StatusOK, serve1(h, "/").Code)
+		st, _ := s.RouteConcurrency("/")
+		assert.Equal(t, uint64(2), st.Granted)
+	})
+}
+
+// The writer the handler gets still flushes and hijacks, for streaming
+// responses and WebSockets, both asserted and through ResponseController.
+func TestShedderKeepsTheWritersFlushAndHijack(t *testing.T) {
+	s := fixed(t, 4)
+	srv := httptest.NewServer(s.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, flushes := w.(http.Flusher)
+		_, hijacks := w.(http.Hijacker)
+		assert.True(t, flushes && hijacks)
+		if r.URL.Path == "/flush" {
+			assert.NoError(t, http.NewResponseController(w).Flush())
+			return
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if assert.NoError(t, err) {
+			_, _ = c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n"))
+			_ = c.Close()
+		}
+	})))
+	defer srv.Close()
+	for path, want := range map[string]int{"/flush": http.StatusOK, "/hijack": http.StatusNoContent} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, path)
+	}
+}
