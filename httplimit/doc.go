@@ -15,12 +15,6 @@
 // WithWait a request waits its turn instead, in FIFO order per key, for at
 // most the given time and never past its context.
 //
-// Shedder is server-side load shedding: an actor.AdaptivePool per route
-// (KeyByRoute) bounds the requests in flight by a limit that follows the
-// handler's latency and 503s, and sheds what does not fit with 503,
-// Retry-After and a problem body; alone, or inside Middleware's rate
-// limit (WithShedder).
-//
 // The fields are formatted and parsed in headers.go (FormatPolicy,
 // ParseServiceLimits, ParseRetryAfter, ...), so that a client can read
 // what a server says. docs/http.md has the details and the edges.

@@ -110,7 +110,7 @@ func Middleware(lim permits.KeyedLimiter[string], key KeyFunc, opts ...Option) f
 	if lim == nil || key == nil {
 		panic("httplimit: Middleware with a nil limiter or key function")
 	}
-	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: fail, now: time.Now}
+	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: failShed, now: time.Now}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)

@@ -72,7 +72,7 @@ func fail(w http.ResponseWriter, _ *http.Request, err error) {
 		p.Status = http.StatusBadRequest
 	case errors.Is(err, permits.ErrCostExceedsCapacity):
 		p.Status = http.StatusRequestEntityTooLarge // no wait makes it fit
-	case errors.Is(err, ErrOverloaded), errors.Is(err, keyed.ErrTooManyKeys), errors.Is(err, permits.ErrClosed):
+	case errors.Is(err, keyed.ErrTooManyKeys), errors.Is(err, permits.ErrClosed):
 		p.Status = http.StatusServiceUnavailable
 	default:
 		p.Status = http.StatusInternalServerError

@@ -67,7 +67,18 @@ func NewShedder(route KeyFunc, newController func() actor.Controller, opts ...Sh
 // Handler returns next behind the Shedder alone; a request it cannot key
 // gets 400, as Middleware answers it.
 func (s *Shedder) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, next, fail) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, next, failShed) })
+}
+
+// failShed is the default error handler of Middleware and of a Shedder
+// alone: fail's problems, and 503 for a shed request.
+func failShed(w http.ResponseWriter, r *http.Request, err error) {
+	if !errors.Is(err, ErrOverloaded) {
+		fail(w, r, err)
+		return
+	}
+	WriteProblem(w, Problem{Type: "about:blank", Title: http.StatusText(http.StatusServiceUnavailable),
+		Status: http.StatusServiceUnavailable, Detail: err.Error()})
 }
 
 // Close stops the goroutines of the route pools; a request after it gets
