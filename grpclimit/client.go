@@ -76,13 +76,14 @@ type Client struct {
 	onRetryHook  func(attempt int, wait time.Duration, err error)
 	jitter       func(time.Duration) time.Duration
 	n            clientCounters
+	targetPools  *pools // WithAdaptiveConcurrency; nil: none
 }
 
 // NewClient returns a Client that paces its calls with lim (permits.Unlimited
 // for none: it still backs off and retries). It fails, matching
 // permits.ErrInvalidConfig, for a nil lim, a pause cap or attempt timeout
-// out of range, a code that is not one, or retry options package retry
-// refuses.
+// out of range, a code that is not one, retry options package retry
+// refuses, or a WithAdaptiveConcurrency that NewAdaptivePool refuses.
 func NewClient(lim permits.Limiter, opts ...ClientOption) (*Client, error) {
 	if lim == nil {
 		return nil, configerr.Errorf("grpclimit", "a nil limiter (use permits.Unlimited for none)")
@@ -124,6 +125,11 @@ func NewClient(lim permits.Limiter, opts ...ClientOption) (*Client, error) {
 		return nil, configerr.Errorf("grpclimit", "%w", err)
 	}
 	c.policy = policy
+	if cfg.adaptive {
+		if c.targetPools, err = newPools("grpclimit client", cfg.newCtl, cfg.adaptiveOpts, DefaultMaxTargets); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 

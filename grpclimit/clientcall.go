@@ -25,6 +25,7 @@ type clientCall struct {
 	keep   bool
 	permit permits.Permit
 	done   func(error)
+	slot   targetSlot
 }
 
 // attemptError is what an attempt that may be retried returns to the
@@ -56,22 +57,29 @@ func (a *clientCall) attempt(ctx context.Context, send func(context.Context) err
 	if err != nil {
 		return localError(err)
 	}
+	slot, err := c.acquireTarget(ctx, a.target)
+	if err != nil {
+		giveBack(p) // nothing was sent
+		return localError(err)
+	}
 	var done func(error)
 	if c.br != nil {
 		if done, err = c.br.Allow(); err != nil {
-			giveBack(p) // nothing was sent
+			slot.drop()
+			giveBack(p)
 			return localError(err)
 		}
 	}
 	c.n.attempts.Add(1)
 	err = c.send(ctx, send)
 	if err == nil && a.keep {
-		a.permit, a.done = p, done // the stream holds them until it ends
+		a.permit, a.done, a.slot = p, done, slot // the stream holds them until it ends
 		return nil
 	}
 	if done != nil {
 		done(troubleOf(err))
 	}
+	slot.end(err, false)
 	p.Release()
 	if err == nil {
 		return nil

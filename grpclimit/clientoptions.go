@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/breaker"
 	"github.com/sluicehq/sluice/budget"
 	"github.com/sluicehq/sluice/retry"
@@ -28,6 +29,9 @@ type clientConfig struct {
 	attemptTimeout time.Duration
 	onRetry        func(attempt int, wait time.Duration, err error)
 	noJitter       bool // for the tests (export_test.go)
+	adaptive       bool // WithAdaptiveConcurrency
+	newCtl         func() actor.Controller
+	adaptiveOpts   []actor.AdaptiveOption
 }
 
 type clientOptionFunc func(*clientConfig)

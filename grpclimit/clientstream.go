@@ -65,6 +65,7 @@ func (s *clientStream) end(err error) {
 		if a.done != nil {
 			a.done(troubleOf(err))
 		}
+		a.slot.end(err, true)
 		a.permit.Release()
 		if err != nil {
 			_ = a.c.answered(a.target, err) // pauses; a stream is not retried

@@ -9,11 +9,17 @@
 // google.rpc.RetryInfo and google.rpc.QuotaFailure details (Refusal), or
 // with WithWait waits its turn within its deadline.
 //
+// Shedder's interceptors shed load per method: an actor.AdaptivePool per
+// method bounds the calls in flight by a limit that follows the
+// handlers' latency and refusals, and sheds what does not fit with
+// codes.Unavailable and RetryInfo (Shed).
+//
 // On the client, Client's interceptors pace calls with a permits.Limiter,
 // honour a refusal's RetryInfo by pausing its target (ClientConn.Target)
 // until then, and retry with package retry's loop, a retry budget and a
-// circuit breaker: httplimit's Transport, for gRPC, with the same option
-// names.
+// circuit breaker, and with WithAdaptiveConcurrency bound the calls in
+// flight to each target: httplimit's Transport, for gRPC, with the same
+// option names.
 //
 // go-grpc-middleware's ratelimit interceptor takes a one-method
 // Limit(ctx) error and leaves keys, RetryInfo and clients to its user;

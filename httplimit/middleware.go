@@ -29,6 +29,7 @@ type config struct {
 	shadow  func(*http.Request, Denial) // WithShadow; nil: enforce
 	exempt  func(*http.Request) bool    // WithExemptions
 	now     func() time.Time            // for X-RateLimit-Reset
+	shedder *Shedder                    // WithShedder; nil: none
 }
 
 type optionFunc func(*config)
@@ -85,7 +86,8 @@ func WithDeniedHandler(h func(http.ResponseWriter, *http.Request, Denial)) Optio
 
 // WithErrorHandler replaces the response to a request the middleware could
 // not decide on: no key (400 by default), a cost above the capacity (413),
-// too many keys or a closed limiter (503), anything else (500).
+// too many keys, a closed limiter or a request WithShedder shed (503),
+// anything else (500).
 func WithErrorHandler(h func(http.ResponseWriter, *http.Request, error)) Option {
 	return optionFunc(func(c *config) {
 		if h != nil {
@@ -108,7 +110,7 @@ func Middleware(lim permits.KeyedLimiter[string], key KeyFunc, opts ...Option) f
 	if lim == nil || key == nil {
 		panic("httplimit: Middleware with a nil limiter or key function")
 	}
-	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: fail, now: time.Now}
+	cfg := config{policy: "default", cost: func(*http.Request) int64 { return 1 }, denied: deny, onError: failShed, now: time.Now}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)
@@ -167,14 +169,14 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 	}
 	if err == nil {
-		next.ServeHTTP(w, r)
+		m.pass(w, r, next)
 		return
 	}
 	if wait, ok := permits.RetryAfter(err); ok {
 		if m.cfg.shadow != nil {
 			// Counted and told, never refused: what the limit would do.
 			m.cfg.shadow(r, Denial{Key: k, Policy: m.cfg.policy, Quota: q, RetryAfter: wait, Err: err})
-			next.ServeHTTP(w, r)
+			m.pass(w, r, next)
 			return
 		}
 		// Never 0: a refusal whose wait rounds to nothing still asks the
@@ -187,6 +189,16 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return // the client went away while it waited: nobody reads an answer
 	}
 	m.cfg.onError(w, r, err)
+}
+
+// pass hands a request the limit let through to next, through the
+// Shedder's route slot if there is one (WithShedder).
+func (m *middleware) pass(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if m.cfg.shedder == nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	m.cfg.shedder.serve(w, r, next, m.cfg.onError)
 }
 
 // decide asks the limiter, the Quota with it when the limiter tells it.
