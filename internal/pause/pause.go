@@ -12,6 +12,7 @@ package pause
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -25,8 +26,13 @@ import (
 // table holds only destinations paused now. The zero Table is empty and
 // ready; it is safe for concurrent use.
 type Table struct {
-	m sync.Map // destination -> *atomic.Int64, the end in Unix ns
+	m sync.Map // destination -> *atomic.Int64, the end in Unix ns, or dropped
 }
+
+// dropped marks an entry that Check is taking out of the table: a pause
+// written into it would be lost with it, so PauseAt finds or makes the
+// destination's next entry instead.
+const dropped = math.MinInt64
 
 // Pause makes dest paused until at least until; an earlier end never
 // shortens a later one.
@@ -37,14 +43,19 @@ func (t *Table) Pause(dest string, until time.Time) { t.PauseAt(dest, time.Time{
 // response that extends it).
 func (t *Table) PauseAt(dest string, now, until time.Time) (started bool) {
 	end := until.UnixNano()
-	v, _ := t.m.LoadOrStore(dest, new(atomic.Int64))
-	p := v.(*atomic.Int64)
 	for {
+		v, _ := t.m.LoadOrStore(dest, new(atomic.Int64))
+		p := v.(*atomic.Int64)
 		cur := p.Load()
-		if cur >= end {
-			return false
+		for cur != dropped && cur < end && !p.CompareAndSwap(cur, end) {
+			cur = p.Load()
 		}
-		if p.CompareAndSwap(cur, end) {
+		switch {
+		case cur == dropped:
+			t.m.CompareAndDelete(dest, v) // help the drop along, then use the next entry
+		case cur >= end:
+			return false
+		default:
 			return cur <= now.UnixNano() && end > now.UnixNano()
 		}
 	}
@@ -58,20 +69,29 @@ func (t *Table) Until(dest string, now time.Time) (time.Time, bool) {
 
 // Check is Until, and also returns the end of a pause that had passed by
 // now, which this call dropped from the table: a pause's end is returned
-// once, to one caller (for a log line), and is zero otherwise.
+// once, to one caller (for a log line), and is zero otherwise. The entry
+// is marked dropped before it leaves the map, in one step with any pause
+// written into it: a pause made meanwhile goes into the next entry.
 func (t *Table) Check(dest string, now time.Time) (until time.Time, paused bool, ended time.Time) {
 	v, ok := t.m.Load(dest)
 	if !ok {
 		return time.Time{}, false, time.Time{}
 	}
-	end := v.(*atomic.Int64).Load()
-	if end <= now.UnixNano() {
-		if t.m.CompareAndDelete(dest, v) {
+	p := v.(*atomic.Int64)
+	end := p.Load()
+	if end > now.UnixNano() {
+		return time.Unix(0, end), true, time.Time{}
+	}
+	if end != dropped && p.CompareAndSwap(end, dropped) {
+		if end != 0 { // 0: an entry PauseAt made and has not written yet
 			ended = time.Unix(0, end)
 		}
-		return time.Time{}, false, ended
+	} else if end = p.Load(); end != dropped {
+		// A pause came between the load and the mark: it stands.
+		return t.Check(dest, now)
 	}
-	return time.Unix(0, end), true, time.Time{}
+	t.m.CompareAndDelete(dest, v)
+	return time.Time{}, false, ended
 }
 
 // JitterAbove draws what is added to a wait of d: uniform on [0, spread],
