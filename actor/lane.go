@@ -224,14 +224,19 @@ func (l *Limiter) SetPriorityFloor(share float64) error {
 	return nil
 }
 
-// laneControl applies opLanes and opFloor on the owner.
-func (r *runtime) laneControl(c *call) {
+// laneControl applies opLanes and opFloor on the owner, at the call's own
+// reading: what was due by then is granted first, in the order that held
+// before the change (a wake-up that ran late leaves due heads to the next).
+func (r *runtime) laneControl(c *call, now int64) {
+	at := min(max(c.arrival, 0), now)
+	r.expiry.expire(at, r)
+	r.grantDue(at)
 	s := r.pol.(*ratePolicy).lanes.Load()
 	if r.lanes == nil {
-		r.startLanes(s, c.arrival)
+		r.startLanes(s, at)
 	}
 	if c.op == opFloor {
-		s.fair.SetFloor(c.node.Cost, c.arrival) // the floor travels as the call's cost
+		s.fair.SetFloor(c.node.Cost, at) // the floor travels as the call's cost
 	}
 	r.reply(c, stGranted, 0)
 }

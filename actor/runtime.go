@@ -28,8 +28,9 @@ type runtime struct {
 
 	// state is what the owner publishes to the lock-free paths: stIdle
 	// (nothing to do, the fast path may decide), stBusy (handling requests:
-	// the fast path must not pass them) or stWaiting (waiters queued:
-	// refuse at once, with RetryAfter from tail).
+	// the fast path must not pass them; stBusyWaiting the same with waiters
+	// queued, so arrivals keep their own stamps) or stWaiting (waiters
+	// queued: refuse at once, with RetryAfter from tail).
 	state   atomic.Int32
 	tail    atomic.Int64 // while stWaiting: the earliest instant a newcomer could be granted
 	perUnit atomic.Int64 // while stWaiting: ns each unit in the inbox adds to tail; 0: unknown
@@ -52,6 +53,7 @@ const (
 	stIdle int32 = iota
 	stBusy
 	stWaiting
+	stBusyWaiting
 )
 
 // policy is what an owner owns: the decisions, in ns on its timeline.
@@ -258,8 +260,9 @@ const ownerStamp = math.MinInt64
 // arrivalStamp is the arrival instant a caller sends with its request.
 // While waiters are queued, a request may wait for the owner (it does not
 // wake an owner that sleeps on its timer, and the queue's instants are what
-// it is scheduled from), so the caller's own reading keeps its place in
-// virtual time. Otherwise the request is taken at the owner's next batch,
+// it is scheduled from; a wake-up that runs late, or the one the core
+// starts after it, keeps it waiting too), so the caller's own reading
+// keeps its place in virtual time. Otherwise the request is taken at the owner's next batch,
 // whose reading is its arrival, and the caller saves a clock read (about
 // 40ns on a virtual machine): the owner is idle and the request wakes it, or
 // busy with requests that are granted at once. Only a decision that is slow
@@ -267,7 +270,7 @@ const ownerStamp = math.MinInt64
 // them the capacity that came back during the stall, never more than the
 // algorithm allows.
 func (r *runtime) arrivalStamp() int64 {
-	if r.state.Load() != stWaiting {
+	if s := r.state.Load(); s != stWaiting && s != stBusyWaiting {
 		return ownerStamp
 	}
 	return r.stamp()
@@ -278,7 +281,11 @@ func (r *runtime) arrivalStamp() int64 {
 // the inbox empty also finds the owner busy, and stays off the state the
 // owner is about to decide on.
 func (r *runtime) Wake(bool) int64 {
-	r.state.Store(stBusy)
+	if r.queueLen() > 0 {
+		r.state.Store(stBusyWaiting)
+	} else {
+		r.state.Store(stBusy)
+	}
 	return r.now() // one clock read per batch
 }
 
@@ -328,7 +335,7 @@ func (r *runtime) handle(c *call, now int64) {
 	case opTune, opPause, opSettle:
 		r.control(c, now)
 	case opLanes, opFloor:
-		r.laneControl(c)
+		r.laneControl(c, now)
 	}
 }
 

@@ -117,6 +117,11 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		at := min(c.arrival, now) // none is in the future
 		if w != nil {
 			at = min(max(at, w.arrived), now) // arrivals keep their order in time
+			// Heads due by its arrival go first, at their due instants (a
+			// wake-up that ran late leaves them to this one): c is judged
+			// against what is left, and MaxQueue does not count them.
+			s.grantDue(e, at)
+			w = e.waiters()
 		}
 		if grant, known, granted := s.judge(c, e, w, at, now, held); !granted {
 			s.queueOrRefuse(c, e, w, at, now, grant, known, held)

@@ -128,8 +128,9 @@ func Scheduled(prev, arrival int64) int64 { return max(prev, arrival) }
 //
 // A head's scheduled instant is never before it became head. When a grant
 // promotes the next waiter, that is the grant's own scheduled instant, so a
-// late wake-up loses no rate. When a cancellation promotes it, that is now:
-// the waiters behind a large head that leaves are granted from the moment it
+// late wake-up loses no rate. When a removal promotes it, that is the
+// removal's instant (Remove's at, the cancellation's own reading): the
+// waiters behind a large head that leaves are granted from the moment it
 // left, paced by the owner, and not all at once for instants already past,
 // which would be a burst beyond the owner's capacity.
 func (q *Queue[T]) Grant(now int64, o Owner[T]) (wake int64) {
