@@ -71,11 +71,11 @@ func (c *Client) acquireTarget(ctx context.Context, target string) (targetSlot, 
 	if c.targetPools == nil {
 		return targetSlot{}, nil
 	}
-	p, err := c.targetPools.get(target)
+	p, err := c.targetPools.Get(target)
 	if err != nil {
 		return targetSlot{}, err
 	}
-	pm, err := p.pool.Acquire(ctx, 1)
+	pm, err := p.Pool.Acquire(ctx, 1)
 	if err != nil {
 		return targetSlot{}, err
 	}
@@ -92,13 +92,13 @@ func (s targetSlot) end(err error, stream bool) {
 	if stream && o == actor.Success {
 		o = actor.Dropped
 	}
-	s.p.done(s.pm, o, s.start)
+	done(s.p, s.pm, o, s.start)
 }
 
 // drop ends an attempt that was never sent: it says nothing of the target.
 func (s targetSlot) drop() {
 	if s.p != nil {
-		s.p.pool.Done(s.pm, actor.Dropped)
+		s.p.Pool.Done(s.pm, actor.Dropped)
 	}
 }
 
@@ -109,7 +109,7 @@ func (c *Client) TargetConcurrency(target string) (actor.AdaptiveStats, bool) {
 	if c.targetPools == nil {
 		return actor.AdaptiveStats{}, false
 	}
-	return c.targetPools.stats(target)
+	return poolStats(c.targetPools, target)
 }
 
 // Close stops the goroutines of the per-target adaptive pools
@@ -118,7 +118,7 @@ func (c *Client) TargetConcurrency(target string) (actor.AdaptiveStats, bool) {
 // idempotent and returns nil.
 func (c *Client) Close() error {
 	if c.targetPools != nil {
-		c.targetPools.close()
+		_ = c.targetPools.Close()
 	}
 	return nil
 }

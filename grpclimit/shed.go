@@ -71,7 +71,7 @@ func (s *Shedder) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 		return nil, err
 	}
 	start, o := time.Now(), actor.Dropped // a panic: a handler's bug, not the method's load
-	defer func() { p.done(pm, o, start) }()
+	defer func() { done(p, pm, o, start) }()
 	resp, err := handler(ctx, req)
 	o = serverOutcome(ctx, err)
 	return resp, err
@@ -88,7 +88,7 @@ func (s *Shedder) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		return err
 	}
 	o := actor.Dropped
-	defer func() { p.pool.Done(pm, o) }()
+	defer func() { p.Pool.Done(pm, o) }()
 	err = handler(srv, ss)
 	if o = serverOutcome(ctx, err); o == actor.Success {
 		o = actor.Dropped
@@ -99,13 +99,13 @@ func (s *Shedder) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 // admit takes a slot of method's pool: at once, or with WithShedWait in
 // FIFO order within the call's deadline and the bound.
 func (s *Shedder) admit(ctx context.Context, method string) (*keyPool, permits.Permit, error) {
-	p, err := s.methods.get(method)
+	p, err := s.methods.Get(method)
 	if err != nil {
 		return nil, permits.Permit{}, status.Error(codes.Unavailable, "grpclimit: "+err.Error())
 	}
 	var pm permits.Permit
 	if !s.wait || s.maxWait == 0 {
-		pm, err = p.pool.TryAcquire(1)
+		pm, err = p.Pool.TryAcquire(1)
 	} else {
 		wctx := ctx
 		if s.maxWait > 0 {
@@ -113,7 +113,7 @@ func (s *Shedder) admit(ctx context.Context, method string) (*keyPool, permits.P
 			wctx, cancel = context.WithTimeout(ctx, s.maxWait)
 			defer cancel()
 		}
-		pm, err = p.pool.Acquire(wctx, 1)
+		pm, err = p.Pool.Acquire(wctx, 1)
 	}
 	switch {
 	case err == nil:
@@ -121,7 +121,7 @@ func (s *Shedder) admit(ctx context.Context, method string) (*keyPool, permits.P
 	case ctx.Err() != nil:
 		return nil, pm, status.FromContextError(ctx.Err()).Err()
 	case errors.Is(err, permits.ErrRateLimited), errors.Is(err, context.DeadlineExceeded):
-		return nil, pm, Shed(method, p.pool.Limit(), p.retryDelay()).Err()
+		return nil, pm, Shed(method, p.Pool.Limit(), retryDelay(p)).Err()
 	}
 	return nil, pm, status.Error(codes.Unavailable, "grpclimit: "+err.Error())
 }
@@ -130,8 +130,8 @@ func (s *Shedder) admit(ctx context.Context, method string) (*keyPool, permits.P
 // time, at least a millisecond. A slot frees when a call in flight ends,
 // about one call time away; sooner, the client would meet a full method
 // again.
-func (p *keyPool) retryDelay() time.Duration {
-	return max(time.Duration(p.latency.Load()), time.Millisecond)
+func retryDelay(p *keyPool) time.Duration {
+	return max(p.Latency(), time.Millisecond)
 }
 
 // Shed returns the status of a call shed because method had limit calls
@@ -171,15 +171,15 @@ func serverOutcome(ctx context.Context, err error) actor.Outcome {
 // Close stops the goroutines of the method pools; a call after it gets
 // codes.Unavailable. It is idempotent and returns nil.
 func (s *Shedder) Close() error {
-	s.methods.close()
+	_ = s.methods.Close()
 	return nil
 }
 
 // MethodConcurrency returns the stats of the pool of fullMethod
 // (OverflowKey: the shared one), and false if it has none (yet).
 func (s *Shedder) MethodConcurrency(fullMethod string) (actor.AdaptiveStats, bool) {
-	return s.methods.stats(fullMethod)
+	return poolStats(s.methods, fullMethod)
 }
 
 // Methods returns how many methods have a pool of their own.
-func (s *Shedder) Methods() int { return s.methods.len() }
+func (s *Shedder) Methods() int { return s.methods.Len() }

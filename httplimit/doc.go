@@ -19,6 +19,16 @@
 // ParseServiceLimits, ParseRetryAfter, ...), so that a client can read
 // what a server says. docs/http.md has the details and the edges.
 //
+// Shedder is load shedding by route: NewShedder gives each route (a
+// KeyFunc, KeyByRoute's ServeMux patterns typically) an adaptive pool
+// whose limit follows the handler's latency and its 503s, and a request
+// that finds its route full gets 503 Service Unavailable with Retry-After
+// (the route's average handler time, in whole seconds) and a problem body
+// before the handler runs. Use it alone (Handler) or inside Middleware
+// (WithShedder), where the rate limit decides first, so a client over its
+// quota takes no slot. The routes past WithMaxRoutes share one overflow
+// pool. docs/http.md says which outcomes count as load.
+//
 // Transport is the client's side: an http.RoundTripper that acquires each
 // request's cost from a limiter (a permits.All of a request rate, a token
 // rate and a pool, for an LLM API) before sending it, settles the permit

@@ -57,8 +57,8 @@ func NewShedder(route KeyFunc, newController func() actor.Controller, opts ...Sh
 	case cfg.maxRoutes < 1:
 		return nil, configerr.Errorf("httplimit", "WithMaxRoutes must be at least 1, got %d", cfg.maxRoutes)
 	}
-	rp := newRoutePools(newController, cfg.pool, cfg.maxRoutes)
-	if err := rp.validate(); err != nil {
+	rp, err := newRoutePools(newController, cfg.pool, cfg.maxRoutes)
+	if err != nil {
 		return nil, err
 	}
 	return &Shedder{route: route, routes: rp, wait: cfg.wait, maxWait: cfg.maxWait}, nil
@@ -84,21 +84,20 @@ func failShed(w http.ResponseWriter, r *http.Request, err error) {
 // Close stops the goroutines of the route pools; a request after it gets
 // 503 (permits.ErrClosed). It is idempotent and returns nil.
 func (s *Shedder) Close() error {
-	s.routes.close()
-	return nil
+	return s.routes.Close()
 }
 
 // RouteConcurrency returns the stats of route's pool, and false if the
 // route has none (yet). OverflowRoute names the shared one.
 func (s *Shedder) RouteConcurrency(route string) (actor.AdaptiveStats, bool) {
-	if p := s.routes.lookup(route); p != nil {
-		return p.pool.Stats(), true
+	if p := s.routes.Lookup(route); p != nil {
+		return p.Pool.Stats(), true
 	}
 	return actor.AdaptiveStats{}, false
 }
 
 // Routes returns how many routes have a pool of their own.
-func (s *Shedder) Routes() int { return s.routes.len() }
+func (s *Shedder) Routes() int { return s.routes.Len() }
 
 // serve admits r to its route's pool, or sheds it with onErr; once
 // admitted, it runs next and reports its outcome.
@@ -108,7 +107,7 @@ func (s *Shedder) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		onErr(w, r, err)
 		return
 	}
-	rp, err := s.routes.get(k)
+	rp, err := s.routes.Get(k)
 	if err != nil {
 		onErr(w, r, err)
 		return
@@ -128,14 +127,14 @@ func (s *Shedder) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 // order within r's context and the wait's bound.
 func (s *Shedder) acquire(ctx context.Context, rp *routePool) (permits.Permit, error) {
 	if !s.wait || s.maxWait == 0 {
-		return rp.pool.TryAcquire(1)
+		return rp.Pool.TryAcquire(1)
 	}
 	if s.maxWait > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.maxWait)
 		defer cancel()
 	}
-	return rp.pool.Acquire(ctx, 1)
+	return rp.Pool.Acquire(ctx, 1)
 }
 
 // shed answers a request that found no slot. A closed Shedder, or a
@@ -147,9 +146,9 @@ func (s *Shedder) shed(w http.ResponseWriter, r *http.Request, rp *routePool, er
 		onErr(w, r, err)
 		return
 	}
-	wait := rp.retryAfter()
+	wait := retryAfter(rp)
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(retrySeconds(wait), 10)}
-	onErr(w, r, &ShedError{Route: rp.name, Limit: rp.pool.Limit(), RetryAfter: wait, Cause: err})
+	onErr(w, r, &ShedError{Route: rp.Key, Limit: rp.Pool.Limit(), RetryAfter: wait, Cause: err})
 }
 
 // ShedError is the error of a shed request: its route, the route's limit

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/internal/pooltable"
 )
 
 // DefaultMaxRoutes is how many routes a Shedder gives a pool of their own
@@ -14,7 +15,7 @@ const DefaultMaxRoutes = 64
 
 // OverflowRoute is the name of the pool the routes past WithMaxRoutes
 // share, for RouteConcurrency.
-const OverflowRoute = "(overflow)"
+const OverflowRoute = pooltable.Overflow
 
 // ShedOption configures NewShedder. Options are values; a nil one is
 // ignored.

@@ -20,9 +20,9 @@ func run(w http.ResponseWriter, r *http.Request, next http.Handler, rp *routePoo
 	o := actor.Dropped // a panic: a handler's bug, not the route's load
 	defer func() {
 		if o == actor.Success {
-			rp.observe(time.Since(start))
+			rp.Observe(time.Since(start))
 		}
-		rp.pool.Done(pm, o)
+		rp.Pool.Done(pm, o)
 	}()
 	next.ServeHTTP(sw, r)
 	o = outcome(r.Context(), sw.code)

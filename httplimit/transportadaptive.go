@@ -4,11 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 
 	"github.com/sluicehq/sluice/actor"
+	"github.com/sluicehq/sluice/internal/pooltable"
 	"github.com/sluicehq/sluice/permits"
 )
+
+// DefaultMaxHosts is how many hosts a Transport's adaptive concurrency
+// gives a pool of their own: more than most clients call, few enough that
+// the table of pools (a goroutine and about 2 KiB each) stays small for a
+// client that calls a new host every time (a crawler, webhooks).
+const DefaultMaxHosts = 256
 
 // WithAdaptiveConcurrency limits the requests in flight to each host
 // (URL.Host, port included) by an actor.AdaptivePool of its own, made at
@@ -18,64 +24,36 @@ import (
 // after the limiter, and holds it until its response's headers come: the
 // pool learns the host's latency from them, and a 429 or 503 as Overload,
 // a 504 or an attempt that timed out as Timeout, another 5xx or a network
-// error as nothing (docs/adaptive.md). Close the Transport to stop the
-// pools' goroutines. NewTransport fails, matching
-// permits.ErrInvalidConfig, for a nil newController or options
-// actor.NewAdaptivePool refuses.
+// error as nothing (docs/adaptive.md).
+//
+// At most DefaultMaxHosts hosts get a pool of their own; the hosts first
+// sent to after that share one more, OverflowRoute's, so a client that
+// calls many hosts keeps DefaultMaxHosts+1 pools, not one per host. A
+// host keeps its pool until Close: the limit it learnt is never lost to a
+// burst of new hosts. Close the Transport to stop the pools' goroutines.
+// NewTransport fails, matching permits.ErrInvalidConfig, for a nil
+// newController or options actor.NewAdaptivePool refuses.
 func WithAdaptiveConcurrency(newController func() actor.Controller, opts ...actor.AdaptiveOption) TransportOption {
 	return transportOption(func(c *transportConfig) {
-		c.adaptive = &hostPools{newCtl: newController, opts: opts, m: map[string]*actor.AdaptivePool{}}
+		c.adaptive = &hostPools{cfg: pooltable.Config{
+			Pkg: "httplimit", Name: "httplimit", NewController: newController, Options: opts, Max: DefaultMaxHosts,
+		}}
 	})
 }
 
-// hostPools is the adaptive pool of each host a Transport has sent to.
+// hostPools is the adaptive pool of each host a Transport has sent to
+// (internal/pooltable); t is made by validate, which NewTransport calls.
 type hostPools struct {
-	newCtl func() actor.Controller
-	opts   []actor.AdaptiveOption
-	mu     sync.Mutex
-	m      map[string]*actor.AdaptivePool
-	closed bool
+	cfg pooltable.Config
+	t   *pooltable.Table
 }
 
-// validate makes, and closes, one pool, so that a bad configuration fails
-// NewTransport rather than the first request.
+// validate makes the table, which makes and closes one pool, so that a
+// bad configuration fails NewTransport rather than the first request.
 func (h *hostPools) validate() error {
-	var ctl actor.Controller
-	if h.newCtl != nil {
-		ctl = h.newCtl()
-	}
-	p, err := actor.NewAdaptivePool(ctl, h.opts...)
-	if err != nil {
-		return err
-	}
-	return p.Close()
-}
-
-// pool returns host's pool, made at its first request.
-func (h *hostPools) pool(host string) (*actor.AdaptivePool, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return nil, permits.ErrClosed
-	}
-	if p, ok := h.m[host]; ok {
-		return p, nil
-	}
-	p, err := actor.NewAdaptivePool(h.newCtl(), append(h.opts[:len(h.opts):len(h.opts)], actor.WithName("httplimit "+host))...)
-	if err != nil {
-		return nil, err // validated: a controller that newController made wrong this time
-	}
-	h.m[host] = p
-	return p, nil
-}
-
-func (h *hostPools) close() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.closed = true
-	for _, p := range h.m {
-		_ = p.Close()
-	}
+	t, err := pooltable.New(h.cfg)
+	h.t = t
+	return err
 }
 
 // hostPermit is what an attempt holds of its host's pool (nil: nothing).
@@ -89,15 +67,15 @@ func (t *Transport) acquireHost(ctx context.Context, req *http.Request) (*hostPe
 	if t.adaptive == nil {
 		return nil, nil
 	}
-	p, err := t.adaptive.pool(req.URL.Host)
+	e, err := t.adaptive.t.Get(req.URL.Host)
 	if err != nil {
 		return nil, err
 	}
-	pm, err := p.Acquire(ctx, 1)
+	pm, err := e.Pool.Acquire(ctx, 1)
 	if err != nil {
 		return nil, err
 	}
-	return &hostPermit{p: p, pm: pm}, nil
+	return &hostPermit{p: e.Pool, pm: pm}, nil
 }
 
 // end reports the attempt's outcome: resp's status, or err.
@@ -121,18 +99,16 @@ func (h *hostPermit) end(resp *http.Response, err error) {
 }
 
 // HostConcurrency returns the stats of host's adaptive pool
-// (WithAdaptiveConcurrency), and false if it has none (yet).
+// (WithAdaptiveConcurrency; OverflowRoute: the one the hosts past
+// DefaultMaxHosts share), and false if it has none (yet).
 func (t *Transport) HostConcurrency(host string) (actor.AdaptiveStats, bool) {
 	if t.adaptive == nil {
 		return actor.AdaptiveStats{}, false
 	}
-	t.adaptive.mu.Lock()
-	p, ok := t.adaptive.m[host]
-	t.adaptive.mu.Unlock()
-	if !ok {
-		return actor.AdaptiveStats{}, false
+	if e := t.adaptive.t.Lookup(host); e != nil {
+		return e.Pool.Stats(), true
 	}
-	return p.Stats(), true
+	return actor.AdaptiveStats{}, false
 }
 
 // Close stops the goroutines of the per-host adaptive pools
@@ -141,7 +117,7 @@ func (t *Transport) HostConcurrency(host string) (actor.AdaptiveStats, bool) {
 // idempotent and returns nil.
 func (t *Transport) Close() error {
 	if t.adaptive != nil {
-		t.adaptive.close()
+		return t.adaptive.t.Close()
 	}
 	return nil
 }
