@@ -229,8 +229,7 @@ func (l *Limiter) SetPriorityFloor(share float64) error {
 // before the change (a wake-up that ran late leaves due heads to the next).
 func (r *runtime) laneControl(c *call, now int64) {
 	at := min(max(c.arrival, 0), now)
-	r.expiry.expire(at, r)
-	r.grantDue(at)
+	r.catchUp(at)
 	s := r.pol.(*ratePolicy).lanes.Load()
 	if r.lanes == nil {
 		r.startLanes(s, at)

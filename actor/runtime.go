@@ -294,8 +294,7 @@ func (r *runtime) Wake(bool) int64 {
 // grant gets the grant, and a head the cancellation promotes is due from
 // then.
 func (r *runtime) Cancel(oc *owner.Call[*call], at, _ int64) {
-	r.expiry.expire(at, r)
-	r.grantDue(at)
+	r.catchUp(at)
 	if r.cancel(oc.Self, at) {
 		// The room it leaves is there from at, not before: an arrival of
 		// this batch that came earlier was behind it until then, and is
@@ -312,9 +311,7 @@ func (r *runtime) Handle(oc *owner.Call[*call], now int64) {
 		// instants: a late owner must neither let the arrival pass them
 		// (a lane's newcomer) nor count them against it (MaxQueue, the
 		// prediction).
-		at := r.arrivalOf(c, now)
-		r.expiry.expire(at, r)
-		r.grantDue(at)
+		r.catchUp(r.arrivalOf(c, now))
 	}
 	r.handle(c, now)
 }
@@ -541,8 +538,7 @@ func (r *runtime) reply(c *call, s status, n int64) {
 func (r *runtime) Schedule(now int64) (wake, at int64) {
 	r.logResumed(now)
 	tick := r.tick(now) // before the heads: a limit it raises grants them now
-	r.expiry.expire(now, r)
-	wake = r.grantDue(now)
+	wake = r.catchUp(now)
 	for _, e := range [...]int64{r.expiry.next(r), tick} {
 		if e != 0 && (wake == 0 || e < wake) {
 			wake = e

@@ -173,8 +173,7 @@ func (r *runtime) changing() int64 {
 		g.closeGate()
 	}
 	at := r.now()
-	r.expiry.expire(at, r)
-	r.grantDue(at)
+	r.catchUp(at)
 	return at
 }
 

@@ -23,6 +23,16 @@ func (r *runtime) grantDue(now int64) int64 {
 	return r.lanes.fair.Grant(now, queueOwner{r})
 }
 
+// catchUp brings the queue to the instant at before a request of that
+// instant is served: it refuses the waiters whose wait ran out by then and
+// grants those due by then, at their own instants, in that order (an
+// expiry grants first what was due by its own instant). It returns the
+// next wake-up, as grantDue.
+func (r *runtime) catchUp(at int64) int64 {
+	r.expiry.expire(at, r)
+	return r.grantDue(at)
+}
+
 // due is the instant the head would next be considered (0: no waiters).
 func (r *runtime) due(now int64) int64 {
 	if r.lanes == nil {
