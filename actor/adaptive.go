@@ -91,8 +91,7 @@ func (p *AdaptivePool) Acquire(ctx context.Context, cost int64) (permits.Permit,
 	}
 	if p.rt.idle() {
 		if ok, _, w := p.pol.take(cost); ok {
-			p.rt.granted.add(1)
-			p.rt.observeAtOnce()
+			p.rt.grantedAtOnce()
 			return p.permit(cost, w), nil
 		}
 	}

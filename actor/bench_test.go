@@ -343,12 +343,19 @@ func BenchmarkLaneBytes(b *testing.B) {
 // observer and with a permits.WaitHistogram: the seam's cost per granted
 // Acquire (docs/observability.md).
 func BenchmarkAcquireObserved(b *testing.B) {
-	for _, name := range []string{"none", "histogram"} {
+	// told is a WaitHistogram seen as a plain Observer: told of every
+	// Acquire granted at once, as every observer was before
+	// permits.AtOnceObserver.
+	type told struct{ permits.Observer }
+	for _, name := range []string{"none", "histogram", "told"} {
 		b.Run(name, func(b *testing.B) {
 			g, _ := algorithms.NewGCRA(fastRate, 1000)
 			var opts []actor.Option
-			if name == "histogram" {
+			switch name {
+			case "histogram":
 				opts = append(opts, actor.WithObserver(new(permits.WaitHistogram)))
+			case "told":
+				opts = append(opts, actor.WithObserver(told{new(permits.WaitHistogram)}))
 			}
 			l := actor.MustNew(g, opts...)
 			defer l.Close()

@@ -27,9 +27,12 @@ func (c *counter) add(n uint64) {
 	c.shards[i].n.Add(n)
 }
 
-// load returns the sum of the shards. Concurrent adds may or may not be
-// counted, as with a single atomic.
+// load returns the sum of the shards (0 for a nil counter). Concurrent
+// adds may or may not be counted, as with a single atomic.
 func (c *counter) load() uint64 {
+	if c == nil {
+		return 0
+	}
 	var sum uint64
 	for i := range c.shards {
 		sum += c.shards[i].n.Load()

@@ -127,8 +127,7 @@ func (l *Limiter) acquire(ctx context.Context, cost int64, ln *Lane) (permits.Pe
 	}
 	now, ok, _, decided := l.fast(cost)
 	if ok {
-		l.rt.granted.add(1)
-		l.rt.observeAtOnce()
+		l.rt.grantedAtOnce()
 		return permits.NewPermit(cost, nil, nil), nil
 	}
 	c := l.rt.newCallFor(ctx, opAcquire, cost, l.arrival(now, decided), false)
@@ -154,8 +153,7 @@ func (l *Limiter) acquireGrant(ctx context.Context, cost int64, ln *Lane) (permi
 	}
 	d, now, decided := l.fastGrant(cost)
 	if d.Allowed {
-		l.rt.granted.add(1)
-		l.rt.observeAtOnce()
+		l.rt.grantedAtOnce()
 		return l.newGrant(cost, now, false, d.Receipt), nil
 	}
 	if probe.Is(ctx) {
@@ -383,7 +381,7 @@ func (l *Limiter) Stats() Stats { return l.rt.stats() }
 
 func (r *runtime) stats() Stats {
 	return Stats{
-		Granted:  r.granted.load(),
+		Granted:  r.granted.load() + r.atOnce.load(),
 		Rejected: r.rejected.load(),
 		Refunded: r.refunded.load(),
 		Canceled: r.canceled.load(),

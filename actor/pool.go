@@ -111,8 +111,7 @@ func (p *Pool) Acquire(ctx context.Context, cost int64) (permits.Permit, error) 
 	}
 	if p.rt.idle() {
 		if ok, _ := p.pol.take(cost); ok {
-			p.rt.granted.add(1)
-			p.rt.observeAtOnce()
+			p.rt.grantedAtOnce()
 			return p.permit(cost), nil
 		}
 	}

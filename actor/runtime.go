@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/internal/owner"
 	"github.com/sluicehq/sluice/internal/sat"
+	"github.com/sluicehq/sluice/permits"
 	"github.com/sluicehq/sluice/scheduler"
 )
 
@@ -25,6 +26,12 @@ type runtime struct {
 	epoch time.Time // instants are ns since it on the owner's clock
 	calls sync.Pool
 	o     owner.Owner[*call] // the inbox, the round trip, the loop, the timer
+	// atOnce counts the Acquires granted on arrival when the observer
+	// reads that count itself (permits.AtOnceObserver); nil otherwise,
+	// when granted counts them and the observer is told of each.
+	atOnce     *counter
+	stopAtOnce func()
+	stopOnce   sync.Once
 
 	// state is what the owner publishes to the lock-free paths: stIdle
 	// (nothing to do, the fast path may decide), stBusy (handling requests:
@@ -203,11 +210,25 @@ func (r *runtime) observe(res result) {
 	}
 }
 
-// observeAtOnce tells the observer, if any, of an Acquire granted on
-// arrival, on a lock-free path.
-func (r *runtime) observeAtOnce() {
+// grantedAtOnce counts an Acquire granted on arrival, on a lock-free path,
+// and tells the observer, if any, unless it reads the count itself.
+func (r *runtime) grantedAtOnce() {
+	if c := r.atOnce; c != nil {
+		c.add(1)
+		return
+	}
+	r.granted.add(1)
 	if o := r.cfg.obs; o != nil {
 		o.Waited(0)
+	}
+}
+
+// countAtOnce hands an observer that counts the Acquires granted at once
+// itself the count to read (permits.AtOnceObserver).
+func (r *runtime) countAtOnce() {
+	if o, ok := r.cfg.obs.(permits.AtOnceObserver); ok {
+		r.atOnce = new(counter)
+		r.stopAtOnce = o.CountAtOnce(r.atOnce.load)
 	}
 }
 
@@ -238,6 +259,7 @@ type result struct {
 func newRuntime(cfg config, pol policy, labels pprof.LabelSet) *runtime {
 	r := &runtime{cfg: cfg, pol: pol, epoch: cfg.clock.Now()}
 	r.calls.New = newCall
+	r.countAtOnce()
 	r.o.Init(r.stamp, func(d time.Duration) owner.Timer { return cfg.clock.NewTimer(d) })
 	r.o.Start(labels, r)
 	return r

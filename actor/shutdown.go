@@ -7,6 +7,9 @@ import "github.com/sluicehq/sluice/internal/owner"
 func (r *runtime) close() {
 	r.o.Stop()
 	<-r.o.Done()
+	if r.stopAtOnce != nil {
+		r.stopOnce.Do(r.stopAtOnce)
+	}
 }
 
 // Shutdown fails every waiter and every request still in the inbox with

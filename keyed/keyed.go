@@ -55,6 +55,10 @@ type Limiter[K comparable] struct {
 	closed  atomic.Bool
 	keys    atomic.Int64 // live keys
 	waiting atomic.Int64 // Acquires sent and not yet answered
+	// stopAtOnce is set when the observer reads the shards' counts of
+	// Acquires granted on arrival itself (countAtOnce).
+	stopAtOnce func()
+	stopOnce   sync.Once
 }
 
 // New returns a Limiter that makes the algorithm of each key with newAlg,
@@ -91,6 +95,7 @@ func New[K comparable](newAlg func(K) (algorithms.Algorithm, error), opts ...Opt
 		s.o.Init(l.stamp, func(d time.Duration) owner.Timer { return cfg.clock.NewTimer(d) })
 		s.o.Start(pprof.Labels("sluice.limiter", cfg.name, "sluice.shard", strconv.Itoa(i)), s)
 	}
+	l.countAtOnce()
 	return l, nil
 }
 
@@ -165,7 +170,7 @@ func (l *Limiter[K]) try(key K, cost int64, full bool) (permits.Permit, permits.
 	}
 	switch a.verdict {
 	case vDecided:
-		return s.decided(a, cost, full)
+		return s.decided(a, cost, full, false)
 	case vBehind:
 		s.rejected.Add(1)
 		return permits.Permit{}, quota.Behind(s.template(a.e), a.wait), permits.RetryLater(a.wait)
@@ -190,10 +195,7 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 		return permits.Permit{}, s.limit(a), err
 	}
 	if a.verdict == vDecided {
-		if o := l.cfg.obs; o != nil && a.d.Allowed {
-			o.Waited(0)
-		}
-		return s.decided(a, cost, full)
+		return s.decided(a, cost, full, true)
 	}
 	at := l.stamp()
 	if !a.now.IsZero() {
@@ -208,18 +210,55 @@ func (l *Limiter[K]) acquire(ctx context.Context, key K, cost int64, full bool) 
 	return s.answer(ctx, c, a.e, cost)
 }
 
-// decided returns what the fast path decided, counting it.
-func (s *shard[K]) decided(a attempt[K], cost int64, full bool) (permits.Permit, permits.Quota, error) {
+// decided returns what the fast path decided, counting it: acquire says
+// that an Acquire's was (see grantedAtOnce).
+func (s *shard[K]) decided(a attempt[K], cost int64, full, acquire bool) (permits.Permit, permits.Quota, error) {
 	var q permits.Quota
 	if full {
 		q = quota.Of(s.template(a.e), a.d, a.now)
 	}
 	if a.d.Allowed {
-		s.granted.Add(1)
+		if acquire {
+			s.grantedAtOnce()
+		} else {
+			s.granted.Add(1)
+		}
 		return permits.NewPermit(cost, nil, nil), q, nil
 	}
 	s.rejected.Add(1)
 	return permits.Permit{}, q, permits.RetryLater(a.d.RetryAt.Sub(a.now))
+}
+
+// grantedAtOnce counts an Acquire granted on arrival, on the fast path,
+// and tells the observer, if any, unless it reads the count itself
+// (permits.AtOnceObserver: atOnce).
+func (s *shard[K]) grantedAtOnce() {
+	if s.l.stopAtOnce != nil {
+		s.atOnce.Add(1)
+		return
+	}
+	s.granted.Add(1)
+	if o := s.l.cfg.obs; o != nil {
+		o.Waited(0)
+	}
+}
+
+// countAtOnce hands an observer that counts the Acquires granted at once
+// itself the count to read (permits.AtOnceObserver).
+func (l *Limiter[K]) countAtOnce() {
+	if o, ok := l.cfg.obs.(permits.AtOnceObserver); ok {
+		l.stopAtOnce = o.CountAtOnce(l.grantedAtOnce)
+	}
+}
+
+// grantedAtOnce is the count of Acquires granted on arrival, over every
+// shard, while an AtOnceObserver reads it.
+func (l *Limiter[K]) grantedAtOnce() uint64 {
+	var n uint64
+	for _, s := range l.shards {
+		n += s.atOnce.Load()
+	}
+	return n
 }
 
 // answer maps the owner's answer in c to the API and pools c.
@@ -272,6 +311,9 @@ func (l *Limiter[K]) Close() error {
 	for _, s := range l.shards {
 		<-s.o.Done()
 	}
+	if l.stopAtOnce != nil {
+		l.stopOnce.Do(l.stopAtOnce)
+	}
 	return nil
 }
 
@@ -287,7 +329,7 @@ type Stats struct {
 func (l *Limiter[K]) Stats() Stats {
 	var st Stats
 	for _, s := range l.shards {
-		st.Granted += s.granted.Load()
+		st.Granted += s.granted.Load() + s.atOnce.Load()
 		st.Rejected += s.rejected.Load()
 		st.Canceled += s.canceled.Load()
 	}

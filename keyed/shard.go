@@ -19,7 +19,8 @@ import (
 // goroutine only, so none of it needs a lock.
 type shard[K comparable] struct {
 	granted, rejected, canceled atomic.Uint64
-	_                           [40]byte // the counters' own cache line
+	atOnce                      atomic.Uint64 // Acquires granted on arrival, while an AtOnceObserver reads them
+	_                           [40]byte      // the counters' own cache line
 
 	l     *Limiter[K]
 	idx   int

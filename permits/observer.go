@@ -3,6 +3,8 @@ package permits
 import (
 	"math"
 	"math/bits"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -16,10 +18,29 @@ import (
 // A limiter made without one (WithObserver in actor and keyed) calls
 // nothing and pays nothing. One made with one calls Waited on the caller's
 // goroutine as each granted Acquire returns, with 0 for an Acquire granted
-// at once: Waited must be fast and safe for concurrent use. WaitHistogram
-// is one.
+// at once (unless the observer counts those itself: AtOnceObserver): Waited
+// must be fast and safe for concurrent use. WaitHistogram is one.
 type Observer interface {
 	Waited(d time.Duration)
+}
+
+// An AtOnceObserver is an Observer that counts the Acquires granted at
+// once without being told of each one: where those are most of the calls
+// (a limiter with room, a pool with free slots), a call per grant would be
+// most of what observing costs. A limiter made with one (actor's and
+// keyed's) counts them itself, in the counter its Stats already keep on the
+// fast path, calls Waited only for the Acquires its owner granted, and
+// hands the observer a function that reads its count. WaitHistogram is one.
+type AtOnceObserver interface {
+	Observer
+	// CountAtOnce makes read, which returns how many Acquires a limiter
+	// has granted at once so far (a count that never goes down), part of
+	// the observer's count of zero waits. It returns the function the
+	// limiter calls when it closes: the observer keeps the count as it
+	// stands and stops calling read, so that a closed limiter is not kept
+	// alive by it. An Acquire granted at the very moment of Close may be
+	// missed.
+	CountAtOnce(read func() uint64) (stop func())
 }
 
 // WaitBuckets is the number of buckets of a WaitHistogram: bucket 0 counts
@@ -34,17 +55,26 @@ const WaitBuckets = 34
 // sluiceprom export it). Its zero value is ready to use; it must not be
 // copied after first use.
 type WaitHistogram struct {
-	// zero counts the waits of bucket 0, the Acquires granted at once on
-	// every fast path: one word would be a cache line every core fights
-	// over on every grant, so the adds spread over padded shards (as
-	// actor's counters do), summed when read.
+	// zero counts the waits of bucket 0 that Waited is told of (an
+	// Acquire granted at once by a limiter that does not count those
+	// itself, a Transport's attempt that was not paced): one word would be
+	// a cache line every core fights over on every such call, so the adds
+	// spread over padded shards (as actor's counters do), summed when read.
 	zero [zeroShards]struct {
 		n atomic.Uint64
 		_ [56]byte
 	}
 	counts [WaitBuckets]atomic.Uint64 // from bucket 1 on
 	sum    atomic.Int64               // ns, saturating at math.MaxInt64
+
+	// The limiters' counts of Acquires granted at once (CountAtOnce),
+	// read into bucket 0, and what those of closed limiters left.
+	mu     sync.Mutex
+	atOnce []*func() uint64
+	closed uint64
 }
+
+var _ AtOnceObserver = (*WaitHistogram)(nil)
 
 const zeroShards = 8
 
@@ -64,6 +94,27 @@ func (h *WaitHistogram) Waited(d time.Duration) {
 	}
 	if h.sum.Add(int64(d)) < 0 {
 		h.sum.Store(math.MaxInt64) // a sum past 292 years stays there
+	}
+}
+
+// CountAtOnce adds what read returns to bucket 0 at each Snapshot, until
+// stop is called (see AtOnceObserver). A nil read counts nothing.
+func (h *WaitHistogram) CountAtOnce(read func() uint64) (stop func()) {
+	if read == nil {
+		return func() {}
+	}
+	src := &read
+	h.mu.Lock()
+	h.atOnce = append(h.atOnce, src)
+	h.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.closed += read()
+			h.atOnce = slices.DeleteFunc(h.atOnce, func(f *func() uint64) bool { return f == src })
+		})
 	}
 }
 
@@ -97,6 +148,12 @@ func (h *WaitHistogram) Snapshot() WaitSnapshot {
 	for i := range h.zero {
 		s.Counts[0] += h.zero[i].n.Load()
 	}
+	h.mu.Lock()
+	s.Counts[0] += h.closed
+	for _, read := range h.atOnce {
+		s.Counts[0] += (*read)()
+	}
+	h.mu.Unlock()
 	for i := 1; i < WaitBuckets; i++ {
 		s.Counts[i] = h.counts[i].Load()
 	}
