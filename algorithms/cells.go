@@ -186,6 +186,24 @@ func (c *Cells) WaitBehindAt(cell *Cell, now time.Time, cost int64) (wait time.D
 // two generation bits equal to its stale epoch's and decide a TAT counted
 // from the newer origin with an instant counted from the older, that is,
 // at an instant seconds after its own, where the cell has refilled.
+//
+// The first CAS can still meet the same word across four generations: a
+// cell left idle is refreshed to TAT 0 in each, so after four it can hold
+// the very word the caller loaded. The caller is then granted at its own
+// instant, which the cell admitted when it was loaded, and the TAT it
+// writes, counted from the newer origin, is later than its own by the
+// four origins' distance (each rebase moves the origin by at least a
+// quarter of a generation's span, nMax): later decisions wait for it, so
+// nothing decided after the CAS is over-admitted. What an admission made
+// between the load and the CAS took is not seen by it; the bound over the
+// instants decided at could then exceed burst by the caller's cost, but
+// only for a caller descheduled between its load and its CAS for three
+// rebases or more (three quarters of nMax at least: seconds at the fastest
+// rates of the one-word form, decades at most). Its permit is returned
+// then, more than nMax/2 after any unit taken meanwhile (that unit's TAT
+// lay before the fourth origin), so over the instants permits are
+// returned at the bound holds wherever the burst is at most rate·nMax/2:
+// every configuration but one whose burst spans about a generation.
 func (c *Cells) tryAdmit(cell *Cell, now time.Time, cost int64, closeGate bool) (ok bool, wait time.Duration, open bool) {
 	for {
 		e, w, n, exact, loaded := c.load(cell, now, true)
