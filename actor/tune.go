@@ -89,8 +89,11 @@ func (l *Limiter) Pause(until time.Time) error {
 // granted gives the difference back, as far as the refund rule allows (see
 // Refund); more is charged as a debt that later grants wait for, so that
 // the limiter's bound holds over what was used. Settle a grant once; a
-// grant settled or refunded before, or from another limiter, fails with
-// permits.ErrUnknownGrant and changes nothing. It fails with
+// grant from another limiter fails with permits.ErrUnknownGrant and
+// changes nothing, and so does one settled or refunded before, while the
+// algorithm still remembers it: at least until the slot it was granted
+// has passed (the windows: while its window lasts, after which a repeat
+// changes nothing anyway); a GCRA or bucket charges a later repeat again. It fails with
 // permits.ErrInvalidCost for actual < 0, and permits.ErrClosed once closed.
 // Grants come from AcquireGrant and TryAcquireGrant; for the permit of
 // permits.All, use permits.Settle.

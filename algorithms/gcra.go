@@ -98,8 +98,11 @@ func (g *GCRA) RefundAt(now time.Time, r Receipt) bool { return g.c.refundAll(no
 
 // SettleAt settles the admission r records at actual units, once: the
 // difference is given back by the refund rule when actual is less, and
-// charged as debt when it is more (later admissions wait for it). Owner
-// only.
+// charged as debt when it is more (later admissions wait for it). A
+// receipt settled or refunded before is refused while the book of spent
+// receipts holds it, at least until its slot in the schedule (r.Mark) has
+// passed; a repeat after that is charged again, so settle each receipt
+// once. Owner only.
 func (g *GCRA) SettleAt(now time.Time, r Receipt, actual int64) bool {
 	return g.c.settle(now, r, actual)
 }

@@ -87,8 +87,11 @@ func (b *LeakyBucket) RefundAt(now time.Time, r Receipt) bool { return b.c.refun
 
 // SettleAt settles the admission r records at actual units, once: the
 // difference is given back by the refund rule when actual is less, and
-// charged as debt when it is more (later admissions wait for it). Owner
-// only.
+// charged as debt when it is more (later admissions wait for it). A
+// receipt settled or refunded before is refused while the book of spent
+// receipts holds it, at least until its slot in the schedule (r.Mark) has
+// passed; a repeat after that is charged again, so settle each receipt
+// once. Owner only.
 func (b *LeakyBucket) SettleAt(now time.Time, r Receipt, actual int64) bool {
 	return b.c.settle(now, r, actual)
 }
