@@ -42,10 +42,11 @@ func faultsChild(t *testing.T, addr string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	g := newFaultParts(t, &out, "G", func(opts ...redislimit.Option) (limit, error) {
+	who := fmt.Sprintf("p%d", seed)
+	g := newFaultParts(t, &out, "G", who, func(opts ...redislimit.Option) (limit, error) {
 		return redislimit.New(c, "faults-gcra", algorithms.PerSecond(gcraPerSec), gcraBurst, opts...)
 	})
-	w := newFaultParts(t, &out, "W", func(opts ...redislimit.Option) (limit, error) {
+	w := newFaultParts(t, &out, "W", who, func(opts ...redislimit.Option) (limit, error) {
 		return redislimit.NewWindow(c, "faults-window", algorithms.Rate{Count: winLimit, Per: winPer}, opts...)
 	})
 	g.start(t, ctx, &wg, seed)

@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -29,18 +30,18 @@ type limit interface {
 // gives grants back, so that its grant hook tells of that caller's grants
 // in the order it gets them.
 type faultParts struct {
-	tag         string
+	tag, who    string // the lines' tag, and the process, for the lines' last field
 	out         *printed
 	main, giver limit
 	gave        givings
 }
 
-func newFaultParts(t *testing.T, out *printed, tag string, make func(...redislimit.Option) (limit, error)) *faultParts {
-	pt := &faultParts{tag: tag, out: out}
+func newFaultParts(t *testing.T, out *printed, tag, who string, make func(...redislimit.Option) (limit, error)) *faultParts {
+	pt := &faultParts{tag: tag, who: who, out: out}
 	opts := []redislimit.Option{redislimit.WithProbeInterval(0), redislimit.WithCallTimeout(faultsCallTimeout)}
 	var err error
 	pt.main, err = make(append(opts, redislimit.WithGrantHook(func(at, cost int64) {
-		out.add("%s %d %d", tag, at, cost)
+		out.add("%s %d %d %s:main", tag, at, cost, who)
 	}))...)
 	require.NoError(t, err)
 	pt.giver, err = make(append(opts, pt.gave.hook(), redislimit.WithMaxWait(faultsMaxWait))...)
@@ -79,18 +80,20 @@ func (pt *faultParts) give(t *testing.T, ctx context.Context, seed uint64) {
 			pace(ctx, err)
 			continue
 		}
-		used := cost
+		used, how := cost, "kept"
 		switch x := rng.IntN(4); {
 		case x == 0 || x == 1 && !window:
 			pt.giver.Refund(g)
-			used = 0
+			used, how = 0, "refunded"
 		case x == 1:
 			used = rng.Int64N(cost + 1)
-			if err := w.Settle(g, used); err != nil && !errors.Is(err, redislimit.ErrUnavailable) {
+			err := w.Settle(g, used)
+			how = fmt.Sprintf("settled:%d:%v", cost, err == nil)
+			if err != nil && !errors.Is(err, redislimit.ErrUnavailable) {
 				t.Errorf("a first Settle of a grant: %v", err)
 			}
 		}
-		pt.gave.got(cost, used)
+		pt.gave.got(cost, used, how)
 	}
 }
 
@@ -99,7 +102,7 @@ func (pt *faultParts) give(t *testing.T, ctx context.Context, seed uint64) {
 func (pt *faultParts) close(t *testing.T) {
 	require.NoError(t, pt.main.Close())
 	require.NoError(t, pt.giver.Close())
-	pt.gave.emit(t, pt.out, pt.tag)
+	pt.gave.emit(t, pt.out, pt.tag, pt.who)
 }
 
 // givings is what a giver did with its grants, in order, beside what its
@@ -111,33 +114,35 @@ type givings struct {
 	hooked []spent // the instant and the cost, from the hook
 	costs  []int64
 	used   []int64
+	how    []string // kept, refunded, settled:cost:applied
 }
 
 func (g *givings) hook() redislimit.Option {
 	return redislimit.WithGrantHook(func(at, cost int64) {
 		g.mu.Lock()
-		g.hooked = append(g.hooked, spent{at, cost})
+		g.hooked = append(g.hooked, spent{at: at, units: cost})
 		g.mu.Unlock()
 	})
 }
 
-func (g *givings) got(cost, used int64) {
+func (g *givings) got(cost, used int64, how string) {
 	g.mu.Lock()
 	g.costs = append(g.costs, cost)
 	g.used = append(g.used, used)
+	g.how = append(g.how, how)
 	g.mu.Unlock()
 }
 
 // emit tells out of each grant that used something; the giver's limiter
 // must be closed.
-func (g *givings) emit(t *testing.T, out *printed, tag string) {
+func (g *givings) emit(t *testing.T, out *printed, tag, who string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	require.Len(t, g.hooked, len(g.costs), "one grant told of per grant got")
 	for i, h := range g.hooked {
 		require.Equal(t, g.costs[i], h.units, "grant %d", i)
 		if g.used[i] > 0 {
-			out.add("%s %d %d", tag, h.at, g.used[i])
+			out.add("%s %d %d %s:%s", tag, h.at, g.used[i], who, g.how[i])
 		}
 	}
 }
