@@ -238,6 +238,9 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		s.holders--
 		n++
 		ks.left(r)
+		if e.cfg.beforeGrant != nil && r.state.Load() == rqWaiting {
+			e.cfg.beforeGrant(r.cost)
+		}
 		if e.win != nil {
 			r.ticket = ident{w: s.ep, n: s.id, ok: true}
 		}
