@@ -28,9 +28,16 @@ var LeanArgs = packLean
 var WindowScript, WindowScriptSHA = windowSource, windowScript.Hash()
 
 // WithGrantHook tells f, on the owner goroutine, of every grant through
-// Redis: the instant Redis admitted its slot at, in µs, and its cost.
+// Redis that its caller got: the instant Redis admitted its slot at, in
+// µs, and its cost.
 func WithGrantHook(f func(redisMicros, cost int64)) Option {
 	return optionFunc(func(c *config) { c.onGrant = f })
+}
+
+// WithBeforeGrant runs f, on the owner goroutine, just before it answers
+// a waiter whose reservation fell due, for tests that race that answer.
+func WithBeforeGrant(f func(cost int64)) Option {
+	return optionFunc(func(c *config) { c.beforeGrant = f })
 }
 
 // PackValue is a GCRA key's value W, F, N, M as the scripts store it.

@@ -238,8 +238,8 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 		s.holders--
 		n++
 		ks.left(r)
-		if e.cfg.onGrant != nil && r.state.Load() == rqWaiting {
-			e.cfg.onGrant(s.red, r.cost)
+		if e.cfg.beforeGrant != nil && r.state.Load() == rqWaiting {
+			e.cfg.beforeGrant(r.cost)
 		}
 		if e.win != nil {
 			r.ticket = ident{w: s.ep, n: s.id, ok: true}
@@ -257,6 +257,11 @@ func (ks *keyState) grantDue(e *engine, now int64) int64 {
 				e.markDirty(ks)
 			}
 			continue
+		}
+		if e.cfg.onGrant != nil {
+			// Told once the grant is its caller's: a slot whose caller
+			// gave up is dealt out again or given back.
+			e.cfg.onGrant(s.red, cost)
 		}
 		if e.win != nil {
 			s.used = true

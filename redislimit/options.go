@@ -25,6 +25,7 @@ type config struct {
 	serverNow   func() int64            // tests: the instant, in µs, the script decides at
 	beforeCall  func()                  // tests: called by the caller goroutine before each batch
 	onGrant     func(redis, cost int64) // tests: told of each grant, with Redis's instant in µs
+	beforeGrant func(cost int64)        // tests: called just before a due waiter is answered
 }
 
 func defaults() config {

@@ -85,7 +85,7 @@ func TestWindowEdgeCancelWinningTheRaceAtItsInstantHandsTheSlotOn(t *testing.T) 
 		ctxA, cancelA := context.WithCancel(context.Background())
 		defer cancelA()
 		var armed atomic.Bool
-		w = vwindow(t, c, "cancel-forced", limit, redislimit.WithGrantHook(func(_, cost int64) {
+		w = vwindow(t, c, "cancel-forced", limit, redislimit.WithBeforeGrant(func(cost int64) {
 			if cost == 10 && armed.CompareAndSwap(true, false) {
 				cancelA()
 				for w.Stats().Canceled == 0 {
