@@ -106,7 +106,7 @@ func Pin[K comparable](l *Limiter[K], e any) (gone bool) {
 	if s.side[ident(en.h)] != en {
 		return true
 	}
-	s.pin(en, time.Time{})
+	s.pin(en, time.Time{}, 0)
 	return false
 }
 
