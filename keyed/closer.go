@@ -42,7 +42,7 @@ import (
 // slot's cell.
 const closingLanes = 16
 
-func (s *shard[K]) lane(h uint64) int { return int(h>>32) % closingLanes }
+func (s *shard[K]) lane(h uint64) int { return int((h >> 32) % closingLanes) } // not the shard's bits
 
 // announce counts cost for the closer of key h, before its closing CAS
 // (see above); withdraw takes it back, once the key is pinned or the CAS

@@ -41,7 +41,9 @@ type shard[K comparable] struct {
 	cellGen  uint64              // the generation of the shard's cells that every cell is in
 
 	// closing holds the costs of the Acquires that are closing a cell's
-	// gate and have not yet pinned its key, by lane (see closer.go).
+	// gate and have not yet pinned its key, by lane (see closer.go); off
+	// the owner's cache lines, as callers write it.
+	_       [64]byte
 	closing [closingLanes]atomic.Int64
 }
 
