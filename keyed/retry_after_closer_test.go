@@ -94,7 +94,10 @@ func TestTryAcquireBehindAcquiresOnTheirWayCountsTheirUnits(t *testing.T) {
 		default:
 			t.Fatal("the TryAcquire waited for the held owner")
 		}
+		assert.Equal(t, int64(5), keyed.UnitsOnTheirWay(l, "k"), "A's and B's")
 		close(release)
+		synctest.Wait() // both judged: queued, A until 300ms, B until 500ms
+		assert.Equal(t, int64(0), keyed.UnitsOnTheirWay(l, "k"), "the owner took them off once judged")
 		wg.Wait()
 		assert.Equal(t, t0.Add(300*time.Millisecond), aAt, "A")
 		assert.Equal(t, t0.Add(500*time.Millisecond), bAt, "B")
@@ -120,5 +123,44 @@ func TestTheOwnersAnswerBehindAnAcquireOnItsWayCountsItsUnits(t *testing.T) {
 		require.NoError(t, err, "A")
 		assert.Equal(t, t0.Add(300*time.Millisecond), time.Now(), "A")
 		assert.Equal(t, 400*time.Millisecond, retryAfter(t, tryErr), "a unit behind A's three")
+	})
+}
+
+// An Acquire held behind the closer that gives up takes its units off
+// what a TryAcquire is told: B (2 units) leaves, C (1) stays, so a unit
+// waits behind A's three and C's one, 500ms, not 700ms.
+func TestTryAcquireBehindAnAcquireClosingTheGateForgetsOneThatGaveUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var l *keyed.Limiter[string]
+		var wg sync.WaitGroup
+		var tryErr error
+		var cAt time.Time
+		l = newLimiter(t, gcra10x3, keyed.WithShards(1), keyed.WithClosedHook(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			var b sync.WaitGroup
+			b.Go(func() {
+				_, err := l.Acquire(ctx, "k", 2)
+				assert.ErrorIs(t, err, context.Canceled, "B")
+			})
+			synctest.Wait() // B is at the owner, held behind A
+			wg.Go(func() {
+				_, err := l.Acquire(context.Background(), "k", 1)
+				assert.NoError(t, err, "C")
+				cAt = time.Now()
+			})
+			synctest.Wait() // and C behind B
+			cancel()
+			b.Wait()
+			_, tryErr = l.TryAcquire("k", 1)
+		}))
+		_, err := l.TryAcquire("k", 3)
+		require.NoError(t, err)
+		_, err = l.Acquire(context.Background(), "k", 3)
+		require.NoError(t, err, "A")
+		assert.Equal(t, t0.Add(300*time.Millisecond), time.Now(), "A")
+		wg.Wait()
+		assert.Equal(t, t0.Add(400*time.Millisecond), cAt, "C")
+		assert.Equal(t, 500*time.Millisecond, retryAfter(t, tryErr), "a unit behind A's three and C's one: B left")
+		assert.Equal(t, keyed.Stats{Stats: permits.Stats{Granted: 3, Rejected: 1, Canceled: 1}, Keys: 1}, l.Stats())
 	})
 }
