@@ -83,9 +83,19 @@ func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attemp
 			s.l.cfg.closed()
 		}
 	}
-	a, err := s.locked(key, h, cost, full, wait, now, closed)
+	s.mu.RLock()
+	if sl, tag := s.tab.Load().find(id); sl != nil && tag&fSide != 0 {
+		a, err := s.decide(s.entryOf(tag), cost, full, wait, now, closed)
+		s.mu.RUnlock()
+		if closed {
+			s.withdraw(h, cost) // pinned by now: see closer.go
+		}
+		return a, err
+	}
+	s.mu.RUnlock()
+	a, err := s.create(key, h, cost, full, wait, now, false, closed)
 	if closed {
-		s.withdraw(h, cost) // pinned by now, or gone with its key: see closer.go
+		s.withdraw(h, cost) // pinned by now, or gone with its key
 	}
 	return a, err
 }
@@ -101,19 +111,6 @@ func (s *shard[K]) closeOnDenial(cells *algorithms.Cells, sl *slot, h uint64, no
 		s.withdraw(h, cost)
 	}
 	return d, open, closed
-}
-
-// locked is attempt's look under a lock: the read lock for a key with an
-// entry, else the write lock (create).
-func (s *shard[K]) locked(key K, h uint64, cost int64, full, wait bool, now time.Time, closed bool) (attempt[K], error) {
-	s.mu.RLock()
-	if sl, tag := s.tab.Load().find(ident(h)); sl != nil && tag&fSide != 0 {
-		a, err := s.decide(s.entryOf(tag), cost, full, wait, now, closed)
-		s.mu.RUnlock()
-		return a, err
-	}
-	s.mu.RUnlock()
-	return s.create(key, h, cost, full, wait, now, false, closed)
 }
 
 // create decides on key under the write lock, making it with the
