@@ -53,7 +53,9 @@ func (s *shard[K]) limit(a attempt[K]) permits.Quota { return permits.Quota{Limi
 // the owner. The gate travels with the cell (a rebuild, a promotion, a
 // demotion), the sweep never retires a gated cell, and the Acquire always
 // reaches the owner once it has closed it (decide, decideLocked), which
-// reopens it when it answers with nobody left waiting.
+// reopens it when it answers with nobody left waiting. Its cost is
+// announced before the CAS and withdrawn once the key is pinned, so that a
+// TryAcquire refused behind it meanwhile counts it (see closer.go).
 func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attempt[K], error) {
 	id := ident(h)
 	sl, tag := s.tab.Load().find(id)
@@ -68,19 +70,16 @@ func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attemp
 			return attempt[K]{limit: c}, permits.CostExceedsCapacity(cost, c)
 		}
 		now = s.l.cfg.clock.Now()
-		var d algorithms.Decision
-		var open bool
-		if wait {
-			d, open = closeCell(cells, &sl.cell, now, cost, full)
-		} else {
-			d, open = tryCell(cells, &sl.cell, now, cost, full)
+		d, open := tryCell(cells, &sl.cell, now, cost, full)
+		if open && wait && !d.Allowed {
+			d, open, closed = s.closeOnDenial(cells, sl, h, now, cost, full)
 		}
 		if open && (d.Allowed || !wait) {
 			return attempt[K]{verdict: vDecided, now: now, d: d}, nil
 		}
 		// Denied with wait, the gate closed (now is then the request's
 		// arrival), or the cell is out of use: look again under a lock.
-		if closed = open; closed && s.l.cfg.closed != nil {
+		if closed && s.l.cfg.closed != nil {
 			s.l.cfg.closed()
 		}
 	}
@@ -88,10 +87,30 @@ func (s *shard[K]) attempt(key K, h uint64, cost int64, full, wait bool) (attemp
 	if sl, tag := s.tab.Load().find(id); sl != nil && tag&fSide != 0 {
 		a, err := s.decide(s.entryOf(tag), cost, full, wait, now, closed)
 		s.mu.RUnlock()
+		if closed {
+			s.withdraw(h, cost) // pinned by now: see closer.go
+		}
 		return a, err
 	}
 	s.mu.RUnlock()
-	return s.create(key, h, cost, full, wait, now, false, closed)
+	a, err := s.create(key, h, cost, full, wait, now, false, closed)
+	if closed {
+		s.withdraw(h, cost) // pinned by now, or gone with its key
+	}
+	return a, err
+}
+
+// closeOnDenial decides again, for an Acquire denied on its slot's cell,
+// closing the gate on a denial (closed), with its cost announced first
+// (see closer.go). The first decision, which cannot close, keeps the
+// announcement off the path of every Acquire that is admitted.
+func (s *shard[K]) closeOnDenial(cells *algorithms.Cells, sl *slot, h uint64, now time.Time, cost int64, full bool) (d algorithms.Decision, open, closed bool) {
+	s.announce(h, cost)
+	d, open = closeCell(cells, &sl.cell, now, cost, full)
+	if closed = open && !d.Allowed; !closed {
+		s.withdraw(h, cost)
+	}
+	return d, open, closed
 }
 
 // create decides on key under the write lock, making it with the
@@ -158,7 +177,7 @@ func (s *shard[K]) decideLocked(sl *slot, tag, h uint64, cost int64, full, wait 
 		case open && (d.Allowed || !wait):
 			return attempt[K]{verdict: vDecided, now: now, d: d}, nil
 		case !open:
-			behind, gated := cells.WaitBehindAt(&sl.cell, now, cost)
+			behind, gated := s.behindSlot(&sl.cell, h, now, cost)
 			if !gated {
 				now = time.Time{} // beyond what the cells count yet: the owner's clock decides
 			} else if !wait {
@@ -166,7 +185,7 @@ func (s *shard[K]) decideLocked(sl *slot, tag, h uint64, cost int64, full, wait 
 			}
 		}
 	}
-	a := s.pin(s.promote(sl, h), now)
+	a := s.pin(s.promote(sl, h), now, units(cost, wait))
 	a.closed = closed
 	return a, nil
 }
@@ -179,7 +198,7 @@ func (s *shard[K]) decideLocked(sl *slot, tag, h uint64, cost int64, full, wait 
 // now is the owner's to refuse, too).
 func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Time, closed bool) (attempt[K], error) {
 	if closed {
-		a := s.pin(e, now)
+		a := s.pin(e, now, cost)
 		a.closed = true
 		return a, nil
 	}
@@ -196,10 +215,20 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 			if d.Allowed || !wait {
 				return attempt[K]{e: e, verdict: vDecided, now: now, d: d}, nil
 			}
-			return s.pin(e, now), nil
+			return s.pin(e, now, cost), nil
 		}
 	}
 	if !wait {
+		if w := e.waiters(); e.isCell() && (w == nil || w.awaiting) {
+			// Behind an Acquire that closed the gate, and those that
+			// queued behind it, none judged yet (closer.go).
+			if now.IsZero() {
+				now = s.l.cfg.clock.Now()
+			}
+			if behind, ok := s.behindCloser(e, now, cost); ok {
+				return attempt[K]{e: e, verdict: vBehind, wait: behind}, nil
+			}
+		}
 		if w := e.waiters(); w != nil {
 			// Refused at once with what the owner published, if that is
 			// honest: a tail it knows, still ahead, and no request of the
@@ -208,26 +237,29 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 			if wait, ok := w.tailFor(e, s.l.stamp()); ok {
 				return attempt[K]{e: e, verdict: vBehind, wait: time.Duration(wait)}, nil
 			}
-			return s.pin(e, time.Time{}), nil
-		}
-		// Nobody waits at the owner yet, but the gate is closed: an
-		// Acquire denied before the key was promoted is on its way there.
-		if e.isCell() {
-			if now.IsZero() {
-				now = s.l.cfg.clock.Now()
-			}
-			if behind, gated := s.cells().WaitBehindAt(&e.cell, now, cost); gated {
-				return attempt[K]{e: e, verdict: vBehind, wait: behind}, nil
-			}
+			return s.pin(e, time.Time{}, 0), nil
 		}
 	}
-	return s.pin(e, time.Time{}), nil
+	return s.pin(e, time.Time{}, units(cost, wait)), nil
 }
 
 // pin records a request for e on its way to the owner, whose arrival is
-// now when the fast path read the clock. Under the shard's lock, so that
-// the owner, which drops and demotes keys under the write lock, sees it.
-func (s *shard[K]) pin(e *entry[K], now time.Time) attempt[K] {
+// now when the fast path read the clock, and the units of an Acquire on
+// their way (see entry.way). Under the shard's lock, so that the owner,
+// which drops and demotes keys under the write lock, sees it.
+func (s *shard[K]) pin(e *entry[K], now time.Time, units int64) attempt[K] {
+	if units > 0 {
+		e.way.Add(units)
+	}
 	e.word.Add(pinStep)
 	return attempt[K]{e: e, verdict: vOwner, now: now}
+}
+
+// units is what an Acquire (wait) of cost puts on its way: a TryAcquire,
+// which never queues, and a control request (cost 0) put none.
+func units(cost int64, wait bool) int64 {
+	if wait {
+		return cost
+	}
+	return 0
 }

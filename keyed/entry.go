@@ -38,6 +38,17 @@ type entry[K comparable] struct {
 	// x holds what a cell key needs only while it has waiters, and what
 	// any other key needs for its whole life: its algorithm.
 	x atomic.Pointer[extra[K]]
+	// way is the units of the key's Acquires that callers have pinned and
+	// the owner has not judged yet: in its inbox, or held undecided behind
+	// the Acquire that closed the key's gate (shard.await). A TryAcquire
+	// refused behind that one counts them (see behindCloser). Added by
+	// pin, taken off by the owner once it has judged the Acquire, after
+	// it counted the judgment in took.
+	way atomic.Int64
+	// took counts the owner's judgments of the key's Acquires (see way):
+	// a reader that finds it unchanged across its reads of the gate, the
+	// queue and way has seen each Acquire in one of them (behindCloser).
+	took atomic.Uint32
 }
 
 // extra is the part of an entry that most cell keys never need.

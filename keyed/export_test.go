@@ -106,7 +106,7 @@ func Pin[K comparable](l *Limiter[K], e any) (gone bool) {
 	if s.side[ident(en.h)] != en {
 		return true
 	}
-	s.pin(en, time.Time{})
+	s.pin(en, time.Time{}, 0)
 	return false
 }
 
@@ -236,4 +236,17 @@ func Gated[K comparable](l *Limiter[K], key K) bool {
 		}
 		return e.isCell() && s.cells().Gated(&e.cell)
 	})
+}
+
+// UnitsOnTheirWay returns the units of key's Acquires that its entry
+// counts as pinned and not yet judged by the owner (entry.way); 0 for a
+// key without an entry.
+func UnitsOnTheirWay[K comparable](l *Limiter[K], key K) int64 {
+	s, h, _ := l.shard(key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if sl, tag := s.tab.Load().find(ident(h)); sl != nil && tag&fSide != 0 {
+		return s.entryOf(tag).way.Load()
+	}
+	return 0
 }

@@ -35,8 +35,9 @@ func retryAfter(t *testing.T, err error) time.Duration {
 // only after the write lock (to promote the key); until then a TryAcquire
 // that comes after it must not take the units it waits for. The denial
 // closes the gate in the same step, so the TryAcquire is refused behind it,
-// with a lower bound on its wait, and the Acquire is granted when its own
-// units are there (100ms), not after the TryAcquire's (200ms).
+// told the wait of its unit behind the Acquire's two (200ms: the
+// Acquire's cost counted, see closer.go), and the Acquire is granted when
+// its own units are there (100ms), not after the TryAcquire's (200ms).
 func TestTryAcquireAfterADeniedAcquireWaitsBehindIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var tryErr error
@@ -51,7 +52,7 @@ func TestTryAcquireAfterADeniedAcquireWaitsBehindIt(t *testing.T) {
 		_, err = l.Acquire(context.Background(), "k", 2)
 		require.NoError(t, err)
 		assert.Equal(t, t0.Add(100*time.Millisecond), time.Now(), "the Acquire is granted when its units are there")
-		assert.Equal(t, 100*time.Millisecond, retryAfter(t, tryErr), "refused behind the Acquire: its units come first")
+		assert.Equal(t, 200*time.Millisecond, retryAfter(t, tryErr), "refused behind the Acquire: its units come first")
 
 		// The Acquire took its 2 at 100ms: 1 more is due at 200ms.
 		_, err = l.TryAcquire("k", 1)

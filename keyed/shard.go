@@ -40,6 +40,12 @@ type shard[K comparable] struct {
 	granting algorithms.Decision // the decision of the grant being made
 	outbox   []*call[K]          // answered, to be signalled once the key is settled (see reply)
 	cellGen  uint64              // the generation of the shard's cells that every cell is in
+
+	// closing holds the costs of the Acquires that are closing a cell's
+	// gate and have not yet pinned its key, by lane (see closer.go); off
+	// the owner's cache lines, as callers write it.
+	_       [64]byte
+	closing [closingLanes]atomic.Int64
 }
 
 // recheck is the least time between two passes of the owner over its
@@ -110,10 +116,11 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 	// before its key's promotion, on its way here (see attempt), unless it
 	// is c's own: held keeps it closed, and c's answer reopens it.
 	held := w == nil && !c.closer && s.held(e)
+	judged := true // an Acquire's, unless it waits undecided (await)
 	switch {
 	case s.overCapacity(c, e, w, held, now):
 	case held || w != nil && w.awaiting:
-		s.behindOneOnItsWay(c, e, w, now)
+		judged = s.behindOneOnItsWay(c, e, w, now)
 	default:
 		at := min(c.arrival, now) // none is in the future
 		if w != nil {
@@ -127,6 +134,9 @@ func (s *shard[K]) handle(c *call[K], now int64) {
 		if grant, known, granted := s.judge(c, e, w, at, now, held); !granted {
 			s.queueOrRefuse(c, e, w, at, now, grant, known, held)
 		}
+	}
+	if judged && c.op == opAcquire {
+		s.taken(e, c.node.Cost)
 	}
 }
 
@@ -147,22 +157,23 @@ func (s *shard[K]) overCapacity(c *call[K], e *entry[K], w *waiters[K], held boo
 
 // behindOneOnItsWay serves c while the key waits for an Acquire on its way
 // that closed the gate (see attempt): an Acquire waits behind it,
-// undecided (await); a TryAcquire is refused as if that one were queued
-// already.
-func (s *shard[K]) behindOneOnItsWay(c *call[K], e *entry[K], w *waiters[K], now int64) {
+// undecided (await), and judged is false; a TryAcquire is refused as if
+// that one and those behind it were queued already (behindCloser).
+func (s *shard[K]) behindOneOnItsWay(c *call[K], e *entry[K], w *waiters[K], now int64) (judged bool) {
 	if c.op != opTry {
 		s.await(e, c, now)
-		return
+		return false
 	}
-	wait := time.Duration(1) // a lower bound: a key made its own meanwhile (SetRate) cannot tell
-	if e.isCell() {
-		wait, _ = s.cells().WaitBehindAt(&e.cell, s.l.t(now), c.node.Cost)
+	wait, ok := s.behindCloser(e, s.l.t(now), c.node.Cost)
+	if !ok {
+		wait = 1 // a lower bound: a key made its own meanwhile (SetRate) cannot tell
 	}
 	c.remaining, c.reset = 0, int64(wait)
 	s.refuse(c, stLimited, int64(wait))
 	if w == nil {
 		s.settle(e, now)
 	}
+	return true
 }
 
 // judge grants c, arrived at at, at once if nobody waits on its key and
@@ -343,7 +354,9 @@ func (s *shard[K]) cancel(c *call[K], at, now int64) {
 		s.reply(c, stCanceled, 0)
 		switch {
 		case w.awaiting:
-			// The gate stays closed for the Acquire on its way.
+			// The gate stays closed for the Acquire on its way; this
+			// one, never judged, leaves the units on their way.
+			s.taken(e, c.node.Cost)
 			if w.q.Len() == 0 {
 				e.setWaiters(nil)
 				s.settle(e, now)
