@@ -13,7 +13,8 @@ import (
 // limit' = (1−Smoothing)·limit + Smoothing·(g·limit + QueueSize). While
 // latency stays within Tolerance of its long-term level the limit grows by
 // Smoothing·QueueSize per round trip; when it rises beyond, the limit
-// shrinks in proportion; a load signal counts as the least gradient.
+// shrinks in proportion; a load signal counts as a gradient of 0.75 with
+// no headroom, a cut by Smoothing/4.
 // When short falls below half of long (the downstream recovered), long
 // decays by 5% a round trip so that it follows (docs/adaptive.md). Zero
 // fields take their defaults. Give each pool its own; it is not safe for
