@@ -65,8 +65,10 @@ func (h *modelJobs) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(
 type Downstream struct {
 	l       AdaptiveLimiter
 	gaps    *rand.Rand // the arrivals' gaps
-	serve   *rand.Rand // the service times, one per service started
-	rate    float64    // arrivals per second
+	serve   *rand.Rand // the service times, one per service started in the phase
+	seed    uint64
+	phases  uint64  // phases run so far
+	rate    float64 // arrivals per second
 	servers int
 	busy    modelJobs
 	queue   []*modelJob
@@ -74,15 +76,16 @@ type Downstream struct {
 
 // NewDownstream returns the model in front of l, offered rate requests a
 // second; seed fixes its arrivals and service times. Each has a stream of
-// its own (common random numbers): every subject is offered the same
-// arrivals and its n-th service takes as long as every other's, so that a
-// difference in goodput is the limiter's, not the dice's. With one stream
-// for both, the service times a subject drew depended on its decisions,
-// and its goodput moved by ±0.05 points from seed to seed, more than the
-// differences the side by side is read for.
+// its own (common random numbers), the service times one per phase:
+// every subject is offered the same arrivals and its n-th service of a
+// phase takes as long as every other's, so that a difference in goodput
+// is the limiter's, not the dice's. With one stream for both, the service
+// times a subject drew depended on its decisions, and its goodput moved
+// by ±0.05 points from seed to seed, more than the differences the side
+// by side is read for; with one service stream for every phase, a subject
+// that served more in one phase read the next phase's from elsewhere.
 func NewDownstream(l AdaptiveLimiter, rate float64, seed uint64) *Downstream {
-	return &Downstream{l: l, rate: rate,
-		gaps: rand.New(rand.NewPCG(seed, 29)), serve: rand.New(rand.NewPCG(seed, 30))}
+	return &Downstream{l: l, rate: rate, seed: seed, gaps: rand.New(rand.NewPCG(seed, 29))}
 }
 
 // phaseRun gathers one phase's measurements.
@@ -98,6 +101,8 @@ type phaseRun struct {
 // measured.
 func (m *Downstream) Run(ph Phase) PhaseResult {
 	m.servers = ph.Servers
+	m.serve = rand.New(rand.NewPCG(m.seed, 30+m.phases))
+	m.phases++
 	now := time.Now()
 	r := &phaseRun{from: now.Add(ph.Skip)}
 	end, nextLimit, arrival := now.Add(ph.Dur), now, now.Add(m.gap())
