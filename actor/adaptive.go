@@ -137,18 +137,21 @@ func (p *AdaptivePool) Done(pm permits.Permit, o Outcome) {
 	if t == nil {
 		return
 	}
-	if s, ok := t.Value.(*adSlot); !ok || s.pool != p {
+	s, ok := t.Value.(*adSlot)
+	if !ok || s.pool != p {
 		pm.Release()
 		return
 	}
 	if pm.Claim() {
-		p.release(pm, o)
+		p.release(pm, s, o)
 	}
 }
 
 // ReleasePermit is what Permit.Release calls: it gives the units back and
 // reports Dropped. Call Release or Done, not this.
-func (p *AdaptivePool) ReleasePermit(pm permits.Permit) { p.release(pm, Dropped) }
+func (p *AdaptivePool) ReleasePermit(pm permits.Permit) {
+	p.release(pm, pm.Token().Value.(*adSlot), Dropped)
+}
 
 // Close fails every waiter with permits.ErrClosed, makes every later
 // Acquire and TryAcquire return it, and returns once the owner's goroutine

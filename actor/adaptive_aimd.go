@@ -17,7 +17,7 @@ import (
 // own; it is not safe for concurrent use, and needs not be (Controller).
 type AIMD struct {
 	Increase int64         // added per round trip; default 1
-	Backoff  float64       // multiplied by on a load signal, in (0, 1); default 0.9
+	Backoff  float64       // multiplied by on a load signal, in (0, 1); default 0.95 (docs/adaptive.md)
 	Timeout  time.Duration // a success slower than this is a Timeout; 0: none
 	w        roundTrip
 }
@@ -33,7 +33,7 @@ func (a *AIMD) Update(s Sample, limit int64) int64 {
 // decide is the round trip's decision, from limit.
 func (a *AIMD) decide(limit int64) int64 {
 	if a.w.drops > 0 {
-		return int64(math.Floor(float64(limit) * or(a.Backoff, 0.9)))
+		return int64(math.Floor(float64(limit) * or(a.Backoff, 0.95)))
 	}
 	if a.w.maxIn*2 < limit {
 		return limit // the limit is not what holds the callers back

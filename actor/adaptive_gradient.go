@@ -13,7 +13,8 @@ import (
 // limit' = (1−Smoothing)·limit + Smoothing·(g·limit + QueueSize). While
 // latency stays within Tolerance of its long-term level the limit grows by
 // Smoothing·QueueSize per round trip; when it rises beyond, the limit
-// shrinks in proportion; a load signal counts as the least gradient.
+// shrinks in proportion; a load signal counts as a gradient of 0.75 with
+// no headroom, a cut by Smoothing/4.
 // When short falls below half of long (the downstream recovered), long
 // decays by 5% a round trip so that it follows (docs/adaptive.md). Zero
 // fields take their defaults. Give each pool its own; it is not safe for
@@ -40,29 +41,38 @@ func (g *Gradient2) decide(limit int64) int64 {
 	if math.Round(g.est) != float64(limit) {
 		g.est = float64(limit) // the pool clamped it, or a first decision
 	}
-	grad := 0.5 // a load signal
-	if g.w.drops == 0 {
-		short := float64(max(g.w.mean(), 1))
-		if g.long == 0 {
-			g.long = short
-		}
-		g.long += (short - g.long) * 2 / float64(or(g.LongWindow, 60)+1)
-		if g.long/short > 2 {
-			g.long *= 0.95 // the downstream got faster: catch up
-		}
-		if g.w.maxIn*2 < limit {
-			return limit // the limit is not what holds the callers back
-		}
-		grad = max(0.5, min(1, or(g.Tolerance, 1.5)*g.long/short))
+	sm := or(g.Smoothing, 0.2)
+	if g.w.drops > 0 {
+		// A load signal says the downstream's queue is full: no headroom
+		// is added, and the gradient is 0.75, a cut by Smoothing/4 (a
+		// twentieth by default). Netflix's 0.5 with the headroom cut by a
+		// tenth, deeper than a short queue, and left servers idle
+		// (docs/adaptive.md, Gradient2).
+		g.est *= 1 - sm*(1-signalGradient)
+		return int64(math.Round(g.est))
 	}
+	short := float64(max(g.w.mean(), 1))
+	if g.long == 0 {
+		g.long = short
+	}
+	g.long += (short - g.long) * 2 / float64(or(g.LongWindow, 60)+1)
+	if g.long/short > 2 {
+		g.long *= 0.95 // the downstream got faster: catch up
+	}
+	if g.w.maxIn*2 < limit {
+		return limit // the limit is not what holds the callers back
+	}
+	grad := max(0.5, min(1, or(g.Tolerance, 1.5)*g.long/short))
 	queue := float64(g.QueueSize)
 	if queue == 0 {
 		queue = math.Ceil(math.Sqrt(g.est))
 	}
-	sm := or(g.Smoothing, 0.2)
 	g.est = (1-sm)*g.est + sm*(grad*g.est+queue)
 	return int64(math.Round(g.est))
 }
+
+// signalGradient is the gradient a load signal counts as.
+const signalGradient = 0.75
 
 func (g *Gradient2) validate() error {
 	switch {

@@ -3,6 +3,7 @@ package actor
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/permits"
@@ -174,7 +175,12 @@ func (q *adaptivePolicy) restride(n int64) {
 	for stride < maxStride && total/(stride*2) >= sampleTarget {
 		stride *= 2
 	}
-	q.mask.Store(uint32(stride - 1))
+	if m := uint32(stride - 1); q.mask.Load() != m {
+		// Stored only when it moves: every grant reads mask, and its line
+		// (floor, ceiling, ctl) would otherwise travel to every core
+		// after each drain, a millisecond apart.
+		q.mask.Store(m)
+	}
 }
 
 // sampled reports whether the grant on slot s is to be stamped: one in
@@ -204,13 +210,24 @@ func (q *adaptivePolicy) update(c *sampleCell, limit int64) int64 {
 }
 
 // adSlot is a permit's token and what its pool records of its grant.
+// Every grant and end writes it (the token's generation, the stamps, the
+// count), so it fills two cache lines of its own: at 72 bytes, slots in
+// use on different cores shared lines, and each write took the line from
+// the other core.
 type adSlot struct {
 	tok      permits.Token
 	granted  int64 // ns on the pool's timeline
 	inFlight int64
 	pool     *AdaptivePool // the pool whose token it is
 	grants   uint32        // grants on this slot, from a random phase (sampled)
+	_        [56]byte      // to 128 bytes, a size class aligned to it
 }
+
+// The slot is 128 bytes exactly: a field added must take from the pad.
+var (
+	_ [128 - unsafe.Sizeof(adSlot{})]byte
+	_ [unsafe.Sizeof(adSlot{}) - 128]byte
+)
 
 // tick runs the policy's own work, if it has any (adaptivePolicy.tick).
 func (r *runtime) tick(now int64) int64 {

@@ -31,16 +31,15 @@ func (p *AdaptivePool) result(ctx context.Context, res result, cost int64) (perm
 	return permits.Permit{}, res.ended(ctx)
 }
 
-// release gives pm's units back and, for an outcome other than Dropped,
+// release gives pm's units back, on its slot s, and, for an outcome other than Dropped,
 // queues a sample for the owner (a stamped Dropped one goes too, for the
 // stride alone). The owner is poked when waiters may now
 // fit, or when the sample is the first since it last read them.
-func (p *AdaptivePool) release(pm permits.Permit, o Outcome) {
+func (p *AdaptivePool) release(pm permits.Permit, s *adSlot, o Outcome) {
 	w := p.pol.word.Add(-uint64(pm.Cost()))
 	if n := adInFlight(w); n > maxCeiling {
 		panic("actor: AdaptivePool released more units than it holds")
 	}
-	s := pm.Token().Value.(*adSlot)
 	poke := w&adGate != 0
 	switch {
 	case o > Timeout:

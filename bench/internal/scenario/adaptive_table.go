@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -70,11 +71,14 @@ func settledCell(d time.Duration) string {
 // goal against the best peer in that phase, the one of the highest
 // goodput (a peer that serves less is no one's pick, however low its
 // p99): converged at least as fast (a peer that never converged is beaten
-// by any that did), goodput no lower, p99 no higher.
+// by any that did), goodput no lower, p99 no higher. Beside the
+// goodput's verdict it says by how many requests the subject served more
+// or fewer than the best peer, of how many the phase could serve: a
+// verdict on one request is not one on a hundred.
 func AdaptiveGoals(subjects []AdaptiveSubject, phases []Phase, results [][]PhaseResult) string {
 	var b strings.Builder
-	b.WriteString("| sluice subject | C | best peer | converged as fast | goodput no lower | p99 no higher |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| sluice subject | C | best peer | converged as fast | goodput no lower | served − best peer's | p99 no higher |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for i, s := range subjects {
 		if !strings.HasPrefix(s.Name, "sluice") {
 			continue
@@ -82,9 +86,11 @@ func AdaptiveGoals(subjects []AdaptiveSubject, phases []Phase, results [][]Phase
 		for j, r := range results[i] {
 			k := bestPeer(subjects, results, j)
 			best := results[k][j]
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", s.Name, phases[j].Servers, subjects[k].Name,
+			capacity := phases[j].Servers * int((phases[j].Dur-phases[j].Skip)/ModelService)
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %+d of %d | %s |\n", s.Name, phases[j].Servers, subjects[k].Name,
 				yesNo(r.Settled >= 0 && (best.Settled < 0 || r.Settled <= best.Settled)),
-				yesNo(r.Goodput >= best.Goodput), yesNo(r.P99 <= best.P99))
+				yesNo(r.Goodput >= best.Goodput), int(math.Round((r.Goodput-best.Goodput)*float64(capacity))), capacity,
+				yesNo(r.P99 <= best.P99))
 		}
 	}
 	return b.String()
