@@ -153,7 +153,7 @@ func TestHealthyMastersServeWhileOneIsDown(t *testing.T) {
 // waitServing waits until one Acquire of each key is granted: the
 // client's connections dialled, the scripts loaded, a restarted master
 // back; bounded, so that a master that never comes back fails the test.
-func waitServing(t *testing.T, k *redislimit.Keyed, keys ...string) {
+func waitServing(t testing.TB, k *redislimit.Keyed, keys ...string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for _, key := range keys {
