@@ -101,7 +101,10 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 	for _, cl := range clients {
 		for {
 			info, err := cl.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) {
+			// Every slot: with cluster-require-full-coverage no a node says
+			// ok before it has learnt the others' slots.
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) &&
+				strings.Contains(info, "cluster_slots_ok:"+strconv.Itoa(slots)) {
 				break
 			}
 			if time.Now().After(deadline) {
