@@ -51,8 +51,8 @@ type keyCall struct {
 // there is nothing to send. A node out of reach fails its keys' requests
 // without a call.
 func (e *engine) dispatch(now int64) []*batch {
-	if len(e.ready) == 0 {
-		return nil
+	if len(e.ready) == 0 || e.nbusy > 0 && e.router == nil {
+		return nil // one node, and its batch is under way
 	}
 	bs := e.started[:0]
 	kept := e.ready[:0]

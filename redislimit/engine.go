@@ -25,7 +25,9 @@ import (
 // waiters and the slots Redis reserved for them, arms one timer for the
 // earliest due slot, and answers each caller on its own reply channel; and
 // worker goroutines (workers.go) that make the script calls, so that a slow
-// Redis never delays a grant already reserved. Everything below the inbox
+// Redis never delays a grant already reserved. A batch goes to one node
+// (node.go): on a Cluster, each master has its own batch in flight and its
+// own health. Everything below the inbox
 // is touched by one holder at a time: the owner, or a lone caller on the
 // direct path (direct.go).
 //
@@ -93,10 +95,10 @@ type engine struct {
 	dirty    []*keyState // keys whose slots must be dealt out again
 	timed    []*keyState // keys with reserved waiters
 	labels   pprof.LabelSet
-	node0    *node   // a plain client's one node; a Cluster's slots not yet routed
-	router   *router // a ClusterClient's: keys to the masters of their slots (node.go)
-	nbusy    int     // batches under way, over every node
-	started  []*batch
+	node0    *node    // a plain client's one node; a Cluster's slots not yet routed
+	router   *router  // a ClusterClient's: keys to the masters of their slots (node.go)
+	nbusy    int      // batches under way, over every node
+	started  []*batch // dispatch's, reused
 	timer    actor.Timer
 	timerC   <-chan time.Time // the armed timer's channel, or nil
 	armed    bool

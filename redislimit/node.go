@@ -2,7 +2,6 @@ package redislimit
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -120,12 +119,13 @@ func (rt *router) drop(now int64) {
 }
 
 // rerouted tells the router of a call that failed with err: a node out
-// of reach, or a slot that moved beyond go-redis's redirects.
+// of reach, a slot that moved beyond go-redis's redirects, or one that no
+// master serves.
 func (e *engine) rerouted(err error, now int64) {
 	if e.router == nil {
 		return
 	}
-	if outOfReach(err) || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
+	if outOfReach(err) || redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "CLUSTERDOWN") {
 		e.router.drop(now)
 	}
 }
