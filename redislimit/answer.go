@@ -164,10 +164,12 @@ func (e *engine) gaveBack(kc *keyCall) {
 	}
 }
 
-// failed fails one key's call to node n. A call that may have been applied is
-// counted as consumed: nothing is sent again on its behalf, and no
-// give-back is tried until a call tells the key's value again, since the
-// lost call may have admitted behind every slot held.
+// failed fails one key's call to node n. A call that may have been
+// applied is counted as consumed: nothing is sent again on its behalf, and
+// no give-back is tried until a call tells the key's value again, since
+// the lost call may have admitted behind every slot held. A call that
+// found n out of reach starts n's probe interval, and on a Cluster any
+// failure drops the owner's routes (rerouted).
 func (e *engine) failed(n *node, kc *keyCall) {
 	ks := kc.ks
 	unknown := outcomeUnknown(kc.err)

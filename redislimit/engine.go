@@ -27,9 +27,8 @@ import (
 // worker goroutines (workers.go) that make the script calls, so that a slow
 // Redis never delays a grant already reserved. A batch goes to one node
 // (node.go): on a Cluster, each master has its own batch in flight and its
-// own health. Everything below the inbox
-// is touched by one holder at a time: the owner, or a lone caller on the
-// direct path (direct.go).
+// own health. Everything below the inbox is touched by one holder at a
+// time: the owner, or a lone caller on the direct path (direct.go).
 //
 // The inbox is actor's (inbox.go there, and here): one lock-free stack of
 // requests, pushed with one CAS, taken whole with one swap; cancellations
@@ -57,7 +56,7 @@ type engine struct {
 	callID   uint64
 
 	tok     atomic.Int32          // who holds the state below (direct.go)
-	calling atomic.Bool           // every node has a batch under way: an answer makes the owner take the inbox
+	calling atomic.Bool           // one node's batch is under way: its answer makes the owner take the inbox
 	inline  atomic.Pointer[batch] // the batch a caller on the direct path is making (direct.go)
 	inCall  atomic.Int32          // calls inside go-redis (call), over every node
 	inlineT *time.Timer           // the direct path's deadline, reused by whoever holds the state
