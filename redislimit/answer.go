@@ -15,7 +15,7 @@ func (e *engine) apply(b *batch, now int64) {
 		ks := kc.ks
 		ks.inflight = false
 		if kc.err != nil {
-			e.failed(kc)
+			e.failed(b.node, kc)
 		} else {
 			e.answered(kc, b, now)
 		}
@@ -33,7 +33,7 @@ func (e *engine) apply(b *batch, now int64) {
 // slot is never early (Redis read its clock before that moment), and never
 // before the key's previous slot, so that grants keep FIFO order.
 func (e *engine) answered(kc *keyCall, b *batch, now int64) {
-	e.cameBack(now)
+	e.cameBack(b.node, now)
 	ks := kc.ks
 	off := b.r - kc.now*1000
 	ks.off = off
@@ -164,11 +164,13 @@ func (e *engine) gaveBack(kc *keyCall) {
 	}
 }
 
-// failed fails one key's call. A call that may have been applied is
-// counted as consumed: nothing is sent again on its behalf, and no
-// give-back is tried until a call tells the key's value again, since the
-// lost call may have admitted behind every slot held.
-func (e *engine) failed(kc *keyCall) {
+// failed fails one key's call to node n. A call that may have been
+// applied is counted as consumed: nothing is sent again on its behalf, and
+// no give-back is tried until a call tells the key's value again, since
+// the lost call may have admitted behind every slot held. A call that
+// found n out of reach starts n's probe interval, and on a Cluster any
+// failure drops the owner's routes (rerouted).
+func (e *engine) failed(n *node, kc *keyCall) {
 	ks := kc.ks
 	unknown := outcomeUnknown(kc.err)
 	if unknown {
@@ -214,13 +216,14 @@ func (e *engine) failed(kc *keyCall) {
 		e.finish(r, e.undecided(), 0, &UnavailableError{Key: ks.name, Cause: kc.err, Unknown: unknown})
 	}
 	e.markDirty(ks)
+	now := e.now()
+	e.rerouted(kc.err, now)
 	if outOfReach(kc.err) {
-		e.downErr = kc.err // the cause of what fails without a call (reachable)
-		now := e.now()
-		e.wentDown(now, kc.err)
+		n.downErr = kc.err // the cause of what fails without a call (reachable)
+		e.wentDown(n, now, kc.err)
 		if e.cfg.probe > 0 {
 			// Spare the next callers the wait (WithProbeInterval).
-			e.downTill = now + min(int64(e.cfg.probe), math.MaxInt64-now)
+			n.downTill = now + min(int64(e.cfg.probe), math.MaxInt64-now)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 // pipelined together, made by a worker goroutine while the owner gathers
 // the next round.
 type batch struct {
+	node  *node // where its calls go
 	keys  []*keyCall
 	s, r  int64         // the local clock just before sending and just after the answer
 	state atomic.Int32  // bPending, then who delivered it (workers.go)
@@ -44,71 +45,67 @@ type keyCall struct {
 	answer
 }
 
-// dispatch builds a batch of every ready key's requests, and the
-// give-backs that are safe to try, and marks it under way; nil if there is
-// nothing to send. The owner calls it only when no batch is under way.
-func (e *engine) dispatch(now int64) *batch {
-	if len(e.ready) == 0 {
-		return nil
+// dispatch builds a batch per node of every ready key's requests, and the
+// give-backs that are safe to try, and marks them under way; none for a
+// node with a batch under way already (its keys stay ready), and none if
+// there is nothing to send. A node out of reach fails its keys' requests
+// without a call.
+func (e *engine) dispatch(now int64) []*batch {
+	if len(e.ready) == 0 || e.nbusy > 0 && e.router == nil {
+		return nil // one node, and its batch is under way
 	}
-	if !e.reachable(now) {
-		e.failReady()
-		return nil
-	}
-	b := &batch{}
+	bs := e.started[:0]
+	kept := e.ready[:0]
 	for _, ks := range e.ready {
+		n := e.nodeOf(ks, now)
+		switch {
+		case n.next != nil:
+		case n.busy != nil:
+			kept = append(kept, ks) // it goes when its node answers
+			continue
+		case !n.reachable(e, now):
+			e.failKey(ks, n.downErr)
+			continue
+		default:
+			n.next = &batch{node: n}
+			bs = append(bs, n.next)
+		}
 		ks.ready = false
 		if kc := e.prepare(ks, now); kc != nil {
-			b.keys = append(b.keys, kc)
+			n.next.keys = append(n.next.keys, kc)
 		}
 	}
-	clear(e.ready)
-	e.ready = e.ready[:0]
-	if len(b.keys) == 0 {
-		return nil
+	clear(e.ready[len(kept):])
+	e.ready = kept
+	out := bs[:0]
+	for _, b := range bs {
+		b.node.next = nil
+		if len(b.keys) > 0 {
+			e.begin(b)
+			out = append(out, b)
+		}
 	}
-	e.busy = b
-	e.calling.Store(true)
-	return b
+	clear(bs[len(out):])
+	e.started = out
+	return out
 }
 
-// reachable reports whether a call may be made now: not within the probe
-// interval after a call failed for want of Redis, nor while a call that
-// timed out is still inside go-redis (inCall counts it; the owner or a
-// caller holding the state has no call of its own under way when it asks).
-// On a hung server every further call would wait behind that one, each
-// holding a goroutine and a connection for as long as the hang lasts;
-// once it returns, the next batch tries again.
-func (e *engine) reachable(now int64) bool {
-	if now < e.downTill || e.inCall.Load() > 0 {
-		if e.downErr == nil {
-			e.downErr = &TimeoutError{After: e.cfg.callTimeout}
+// failKey fails the key's requests without a call, while its node is
+// taken to be down (cause): they were never sent.
+func (e *engine) failKey(ks *keyState, cause error) {
+	ks.ready = false
+	for _, r := range ks.line {
+		if r.phase == phPending {
+			ks.left(r)
+			e.unsent(r, ks.name, cause)
 		}
-		return false
 	}
-	return true
-}
-
-// failReady fails every ready key's requests without a call, while Redis
-// is taken to be down: they were never sent.
-func (e *engine) failReady() {
-	for _, ks := range e.ready {
-		ks.ready = false
-		for _, r := range ks.line {
-			if r.phase == phPending {
-				ks.left(r)
-				e.unsent(r, ks.name, e.downErr)
-			}
-		}
-		ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })
-		for _, r := range ks.refunds {
-			e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: e.downErr})
-		}
-		ks.refunds = nil
-		e.markDirty(ks)
+	ks.line = slices.DeleteFunc(ks.line, func(r *request) bool { return r.phase == phGone })
+	for _, r := range ks.refunds {
+		e.finish(r, stUnavailable, 0, &UnavailableError{Key: ks.name, Cause: cause})
 	}
-	clear(e.ready)
-	e.ready = e.ready[:0]
+	ks.refunds = nil
+	e.markDirty(ks)
 }
 
 // unsent fails r, which Redis did not decide: it falls open, or fails
@@ -296,13 +293,17 @@ func (ks *keyState) trailing(now int64) []*slot {
 	return give
 }
 
-// call makes b's calls, counted in inCall while they are inside
-// go-redis, with a context whose deadline is due: go-redis keeps it with
+// call makes b's calls, counted in inCall (the engine's and the node's)
+// while they are inside go-redis, with a context whose deadline is due: go-redis keeps it with
 // ContextTimeoutEnabled, and ignores it otherwise (the engine's timers
 // keep it then).
 func (e *engine) call(b *batch, due time.Time) []answer {
 	e.inCall.Add(1)
-	defer e.inCall.Add(-1)
+	b.node.inCall.Add(1)
+	defer func() {
+		b.node.inCall.Add(-1)
+		e.inCall.Add(-1)
+	}()
 	ctx, cancel := context.WithDeadline(e.ioCtx, due)
 	defer cancel()
 	return e.callKeys(ctx, b.keys)

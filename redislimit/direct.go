@@ -15,6 +15,10 @@ import "time"
 // to the requests it took in) hands its call to a worker instead and arms
 // the owner's timer (schedule): a slow call must not hold that grant back.
 //
+// Not on a Cluster: while its call is under way the caller holds the
+// state, and a call to a hung master would hold up the keys of every
+// other master until its timeout.
+//
 // Only callers whose context cannot be cancelled (TryAcquire, and Acquire
 // with a context whose Done is nil) take it: a goroutine inside go-redis
 // returns when go-redis does, which ignores the context unless the client
@@ -62,7 +66,7 @@ func (e *engine) own() bool {
 
 // idleState reports whether the owner holds nothing that needs it awake.
 func (e *engine) idleState() bool {
-	return e.busy == nil && !e.armed && len(e.timed) == 0 && len(e.ready) == 0 && len(e.dirty) == 0
+	return e.nbusy == 0 && !e.armed && len(e.timed) == 0 && len(e.ready) == 0 && len(e.dirty) == 0
 }
 
 // letGo frees the state when the owner holds nothing, so that the next
@@ -77,7 +81,7 @@ func (e *engine) letGo() {
 // and reports whether it did. r's answer is then in its reply channel, or
 // will come like any other (a reservation, or a call that timed out).
 func (e *engine) direct(r *request) bool {
-	if e.inbox.Load() != nil || e.tok.Load() != tokFree || !e.tok.CompareAndSwap(tokFree, tokCaller) {
+	if e.router != nil || e.inbox.Load() != nil || e.tok.Load() != tokFree || !e.tok.CompareAndSwap(tokFree, tokCaller) {
 		return false
 	}
 	if r.op == opAcquire {
@@ -111,7 +115,7 @@ func (e *engine) direct(r *request) bool {
 // path, and deals with what it leaves.
 func (e *engine) answer(b *batch) {
 	e.calling.Store(false) // before looking at the inbox (direct)
-	e.busy = nil
+	e.end(b)
 	e.apply(b, e.now())
 	e.schedule(onCaller)
 }
@@ -140,11 +144,15 @@ func (e *engine) lone(r *request) int {
 	if ks == nil {
 		ks = e.keys[r.key]
 	}
-	if ks != nil && !ks.idle() || !e.reachable(now) {
+	if ks != nil && !ks.idle() {
 		return loneNot
 	}
 	if ks == nil {
 		ks = e.key(r.key)
+	}
+	n := e.nodeOf(ks, now)
+	if !n.reachable(e, now) {
+		return loneNot
 	}
 	if e.keep {
 		e.one = ks
@@ -156,9 +164,8 @@ func (e *engine) lone(r *request) int {
 		ks.acquires++
 	}
 	kc := &keyCall{ks: ks, reqs: ks.line[:1:1], lean: true, args: e.loneArgs(r, ks.floorAt(now), now)}
-	b := &batch{keys: []*keyCall{kc}}
-	e.busy = b
-	e.calling.Store(true)
+	b := &batch{node: n, keys: []*keyCall{kc}}
+	e.begin(b)
 	if !e.execInline(b, false) {
 		return loneGone
 	}
@@ -171,8 +178,8 @@ func (e *engine) lone(r *request) int {
 		return loneDone
 	}
 	e.calling.Store(false)
-	e.busy = nil
-	e.cameBack(now)
+	e.end(b)
+	e.cameBack(n, now)
 	e.rtt = max(b.r-b.s, 0)
 	ks.inflight = false
 	clear(ks.line)

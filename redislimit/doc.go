@@ -34,8 +34,9 @@
 // When Redis cannot be reached or does not answer in time, requests fail
 // with an error matching ErrUnavailable (fail-closed), or with
 // WithFailOpen fall back to a limiter in this process with a share of the
-// rate. docs/distributed.md describes the protocol, the clock, expiry,
-// every failure mode and Cluster.
+// rate. On a Redis Cluster, batches and that health are per master: one
+// master down fails only its slots' keys. docs/distributed.md describes
+// the protocol, the clock, expiry, every failure mode and Cluster.
 //
 // The module is separate from sluice's, so that sluice's go.mod never
 // carries a Redis client; it takes the caller's go-redis v9 client.

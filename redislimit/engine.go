@@ -25,9 +25,10 @@ import (
 // waiters and the slots Redis reserved for them, arms one timer for the
 // earliest due slot, and answers each caller on its own reply channel; and
 // worker goroutines (workers.go) that make the script calls, so that a slow
-// Redis never delays a grant already reserved. Everything below the inbox
-// is touched by one holder at a time: the owner, or a lone caller on the
-// direct path (direct.go).
+// Redis never delays a grant already reserved. A batch goes to one node
+// (node.go): on a Cluster, each master has its own batch in flight and its
+// own health. Everything below the inbox is touched by one holder at a
+// time: the owner, or a lone caller on the direct path (direct.go).
 //
 // The inbox is actor's (inbox.go there, and here): one lock-free stack of
 // requests, pushed with one CAS, taken whole with one swap; cancellations
@@ -55,14 +56,14 @@ type engine struct {
 	callID   uint64
 
 	tok     atomic.Int32          // who holds the state below (direct.go)
-	calling atomic.Bool           // a batch is under way: its answer makes the owner take the inbox
+	calling atomic.Bool           // one node's batch is under way: its answer makes the owner take the inbox
 	inline  atomic.Pointer[batch] // the batch a caller on the direct path is making (direct.go)
-	inCall  atomic.Int32          // calls inside go-redis (call): one outside e.busy is stuck
+	inCall  atomic.Int32          // calls inside go-redis (call), over every node
 	inlineT *time.Timer           // the direct path's deadline, reused by whoever holds the state
 	inbox   atomic.Pointer[request]
 	cancels atomic.Pointer[request]
 	wake    chan struct{} // capacity 1
-	results chan *batch   // capacity 1: the batch under way, answered
+	results chan *batch   // the batches under way, answered: one per node at most
 	closed  atomic.Bool
 	once    sync.Once
 	done    chan struct{} // the owner has exited
@@ -93,10 +94,10 @@ type engine struct {
 	dirty    []*keyState // keys whose slots must be dealt out again
 	timed    []*keyState // keys with reserved waiters
 	labels   pprof.LabelSet
-	busy     *batch // the batch under way, or nil
-	downTill int64  // until then, requests fail without a call
-	downErr  error  // why
-	out      outage // Redis out of reach, for the log lines (log.go)
+	node0    *node    // a plain client's one node; a Cluster's slots not yet routed
+	router   *router  // a ClusterClient's: keys to the masters of their slots (node.go)
+	nbusy    int      // batches under way, over every node
+	started  []*batch // dispatch's, reused
 	timer    actor.Timer
 	timerC   <-chan time.Time // the armed timer's channel, or nil
 	armed    bool
@@ -143,13 +144,22 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 	e.epoch = cfg.clock.Now()
 	e.wake = make(chan struct{}, 1)
 	e.replies.New = func() any { return make(chan struct{}, 1) }
+	e.node0 = &node{}
 	e.results = make(chan *batch, 1)
+	if e.router = newRouter(client); e.router != nil {
+		// A worker that delivers a batch may wait for the owner to take
+		// another's; room for a few spares it the wait.
+		e.results = make(chan *batch, 16)
+	}
 	e.done = make(chan struct{})
 	e.keys = make(map[string]*keyState)
 	e.ioCtx, e.ioStop = context.WithCancel(context.Background())
 	e.tok.Store(tokFree) // the owner starts asleep with nothing to do
 	e.labels = pprof.Labels("sluice.limiter", "redislimit")
 	go pprof.Do(context.Background(), e.labels, func(context.Context) { e.loop() })
+	if e.router != nil {
+		e.warm()
+	}
 	return e, nil
 }
 
@@ -319,7 +329,7 @@ func (e *engine) round(b *batch, first *request) bool {
 	now := e.now() // one clock read per batch of messages
 	cancels, arrivals := e.take()
 	if b != nil {
-		e.busy = nil
+		e.end(b)
 		e.apply(b, now)
 	}
 	if first != nil {
@@ -381,25 +391,22 @@ func (e *engine) schedule(on int) *batch {
 		e.reassignDirty(now)
 		before := e.granted.Load()
 		wake := e.grantDue(now)
-		var b *batch
-		if e.busy == nil {
-			if on == onOwner && e.granted.Load()-before >= regather {
-				// What came back is dealt and granted as the rest is,
-				// at a fresh instant, before the batch goes.
-				e.regather()
-				now = e.now()
-				e.reassignDirty(now)
-				wake = e.grantDue(now)
-			}
-			b = e.dispatch(now)
+		if e.nbusy == 0 && on == onOwner && e.granted.Load()-before >= regather {
+			// What came back is dealt and granted as the rest is, at a
+			// fresh instant, before the batch goes.
+			e.regather()
+			now = e.now()
+			e.reassignDirty(now)
+			wake = e.grantDue(now)
 		}
-		if b != nil && on == onCallerInline && wake == 0 {
+		bs := e.dispatch(now)
+		if len(bs) == 1 && on == onCallerInline && wake == 0 {
 			// The caller makes the call only when no reserved waiter
 			// falls due meanwhile: the owner's timer grants those, and a
 			// slow call must not hold them back.
-			return b
+			return bs[0]
 		}
-		if b != nil {
+		for _, b := range bs {
 			e.start(b)
 		}
 		fresh := e.now()
@@ -540,6 +547,9 @@ func (e *engine) key(name string) *keyState {
 	ks := e.keys[name]
 	if ks == nil {
 		ks = &keyState{name: name}
+		if e.router != nil {
+			ks.slot = slotOf(name)
+		}
 		e.keys[name] = ks
 	}
 	return ks
@@ -574,29 +584,15 @@ func (e *engine) forget(ks *keyState) {
 	}
 }
 
-// shutdown takes the batch under way from its worker (whose late answer
-// is then dropped), fails every waiter with ErrClosed, and then stops the
+// shutdown takes the batches under way from their workers (whose late
+// answers are then dropped), fails every waiter with ErrClosed, and then stops the
 // workers, waiting for any still inside go-redis.
 func (e *engine) shutdown(b *batch) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
 	e.ioStop()
-	if b == nil && e.busy != nil && !e.busy.state.CompareAndSwap(bPending, bClosed) {
-		b = <-e.results // a worker or the timeout answered just now
-	}
-	for _, ks := range e.keys {
-		for _, r := range ks.line {
-			e.finish(r, stClosed, 0, nil)
-		}
-		for _, r := range ks.refunds {
-			e.finish(r, stClosed, 0, nil)
-		}
-	}
-	if b == nil {
-		b = e.busy // the batch under way, answered by nobody now
-	}
-	if b != nil {
+	for _, b := range e.closeBatches(b) {
 		for _, kc := range b.keys {
 			for _, r := range kc.reqs {
 				e.finish(r, stClosed, 0, nil)
@@ -604,6 +600,14 @@ func (e *engine) shutdown(b *batch) {
 			for _, r := range append(kc.settles, kc.pauses...) {
 				e.finish(r, stClosed, 0, nil)
 			}
+		}
+	}
+	for _, ks := range e.keys {
+		for _, r := range ks.line {
+			e.finish(r, stClosed, 0, nil)
+		}
+		for _, r := range ks.refunds {
+			e.finish(r, stClosed, 0, nil)
 		}
 	}
 	_, arrivals := e.take()

@@ -49,3 +49,6 @@ func ValueKey(w, f, n int64) string { return ident{w: w, f: f, n: n, ok: true}.k
 
 // CallsInside returns how many of l's script calls are inside go-redis.
 func CallsInside(l *Limiter) int { return int(l.e.inCall.Load()) }
+
+// KeySlot is the Cluster hash slot of a key (replay.go).
+var KeySlot = slotOf

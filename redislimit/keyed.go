@@ -16,8 +16,12 @@ import (
 // together; the hash tag puts each key in the slot of its own name, so a
 // Cluster spreads the keys and each call touches one slot (a prefix that
 // holds a hash tag of its own pins every key to that tag's slot instead:
-// Redis hashes the first {...} of a key). Each key has its own FIFO line;
-// keys never wait for each other.
+// Redis hashes the first {...} of a key). On a Cluster (a
+// *redis.ClusterClient) each master has its own batch in flight and its
+// own health: a master down fails only the keys of its slots, within
+// WithCallTimeout, and the others' keys are served as before
+// (docs/distributed.md). Each key has its own FIFO line; keys never wait
+// for each other.
 //
 // Each decision can report the key's permits.Quota (TryAcquireQuota,
 // AcquireQuota), as every process sees it: httplimit.Middleware over a

@@ -18,6 +18,7 @@ type keyState struct {
 	ready    bool       // listed in engine.ready
 	dirty    bool       // listed in engine.dirty
 	timed    bool       // listed in engine.timed
+	slot     uint16     // a Cluster's: the key's hash slot (node.go)
 
 	// value is the key's value after this process's latest call, when
 	// known; a give-back is safe only while the key still holds it.

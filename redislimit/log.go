@@ -40,8 +40,10 @@ func WithLogger(logger *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = logger })
 }
 
-// outage is what the holder of the state remembers of Redis's reach:
-// whether it is out of reach, since when (the engine's clock).
+// outage is what the holder of the state remembers of a node's reach:
+// whether it is out of reach, since when (the engine's clock). On a
+// Cluster each master has its own: one down writes its lines once, while
+// the others answer.
 type outage struct {
 	on    bool
 	since int64
@@ -49,11 +51,11 @@ type outage struct {
 
 // wentDown takes in a call that found Redis out of reach, at now, and
 // writes the line if it starts an outage.
-func (e *engine) wentDown(now int64, err error) {
-	if e.out.on {
+func (e *engine) wentDown(n *node, now int64, err error) {
+	if n.out.on {
 		return
 	}
-	e.out = outage{on: true, since: now}
+	n.out = outage{on: true, since: now}
 	if e.cfg.logger == nil {
 		return
 	}
@@ -66,16 +68,16 @@ func (e *engine) wentDown(now int64, err error) {
 
 // cameBack takes in a call Redis answered, at now, and writes the line if
 // it ends an outage. Inlined: one test of a bool per answered call.
-func (e *engine) cameBack(now int64) {
-	if e.out.on {
-		e.recovered(now)
+func (e *engine) cameBack(n *node, now int64) {
+	if n.out.on {
+		e.recovered(n, now)
 	}
 }
 
-func (e *engine) recovered(now int64) {
-	e.out.on = false
+func (e *engine) recovered(n *node, now int64) {
+	n.out.on = false
 	if e.cfg.logger != nil {
-		e.log(now, slog.LevelInfo, msgRecovered, slog.Duration(keyDownFor, time.Duration(now-e.out.since)))
+		e.log(now, slog.LevelInfo, msgRecovered, slog.Duration(keyDownFor, time.Duration(now-n.out.since)))
 	}
 }
 

@@ -23,7 +23,7 @@ const (
 // timeout is still waiting for go-redis (which bounds a call by its
 // ReadTimeout and retries, and by the context only with
 // ContextTimeoutEnabled), and while it waits no other call is made
-// (engine.reachable): on a hung server the calls would only queue behind
+// (node.reachable): on a hung server the calls would only queue behind
 // it, a goroutine and a connection each. Workers outlive their batches so
 // that their stacks, grown once by go-redis's call path, are not grown
 // again for every call.
@@ -67,6 +67,21 @@ func (e *engine) work(w *worker) {
 			return
 		}
 	}
+}
+
+// spawn runs f on a goroutine counted with the workers, so that close
+// waits for it as for them; not at all once the pool is closed.
+func (p *pool) spawn(labels pprof.LabelSet, f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.live++
+	go pprof.Do(context.Background(), labels, func(context.Context) {
+		defer p.exited()
+		f()
+	})
 }
 
 // exited counts a worker out.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +16,19 @@ import (
 )
 
 // Cluster is a Redis Cluster of masters on loopback, each serving an equal
-// share of the 16 384 slots, with no replicas.
+// share of the 16 384 slots, with no replicas. The masters keep serving
+// their slots while another is down (cluster-require-full-coverage no),
+// as a Cluster that must stay partly available is set up; a node killed
+// and restarted (Server.Restart) comes back with its slots, from its
+// nodes.conf.
 type Cluster struct {
 	Servers []*Server
+
+	mu    sync.Mutex
+	owner [slots]int // the index in Servers of each slot's master
 }
+
+const slots = 16384
 
 // Addrs returns the nodes' addresses.
 func (c *Cluster) Addrs() []string {
@@ -51,7 +61,8 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 			return nil, err
 		}
 		s, err := start(node, func(port int) []string {
-			return []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(node, "nodes.conf"), "--cluster-node-timeout", "5000"}
+			return []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(node, "nodes.conf"), "--cluster-node-timeout", "5000",
+				"--cluster-require-full-coverage", "no"}
 		})
 		if err != nil {
 			c.Close()
@@ -65,12 +76,12 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 		clients[i] = s.NewClient()
 		defer clients[i].Close()
 	}
-	const slots = 16384
 	for i, cl := range clients {
 		lo, hi := i*slots/n, (i+1)*slots/n-1
 		args := []any{"CLUSTER", "ADDSLOTS"}
 		for slot := lo; slot <= hi; slot++ {
 			args = append(args, slot)
+			c.owner[slot] = i
 		}
 		if err := cl.Do(ctx, args...).Err(); err != nil {
 			c.Close()
@@ -90,7 +101,10 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 	for _, cl := range clients {
 		for {
 			info, err := cl.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) {
+			// Every slot: with cluster-require-full-coverage no a node says
+			// ok before it has learnt the others' slots.
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)) &&
+				strings.Contains(info, "cluster_slots_ok:"+strconv.Itoa(slots)) {
 				break
 			}
 			if time.Now().After(deadline) {
