@@ -43,6 +43,23 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 	} else {
 		e.gaveBack(kc)
 	}
+	first := len(ks.slots)
+	e.reserve(kc, codes, off, now)
+	if e.win != nil {
+		// A pause that came while the call was under way: Redis did not
+		// know of it, and may have admitted this call's requests (and moved
+		// its reservations) before it.
+		e.holdBack(ks)
+		return
+	}
+	e.chain(ks, first)
+}
+
+// reserve answers each request of kc by its code: a slot reserved at its
+// instant (off shifts Redis's µs onto the owner's timeline), a refusal,
+// or never.
+func (e *engine) reserve(kc *keyCall, codes []int64, off, now int64) {
+	ks := kc.ks
 	last := -1 // a GCRA call's last admission: the only grant a Refund can take back
 	admitted := 0
 	for i, code := range codes {
@@ -60,10 +77,9 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 	if n := len(ks.slots); n > 0 {
 		prev = ks.slots[n-1].at
 	}
-	first, id := len(ks.slots), kc.first
+	id := kc.first
 	for i, r := range kc.reqs {
-		code := codes[i]
-		switch {
+		switch code := codes[i]; {
 		case code > 0:
 			at := max(off+code*1000, prev)
 			prev = at
@@ -75,24 +91,7 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 				id++
 			}
 			ks.slots = append(ks.slots, s)
-			switch {
-			case r.state.Load() == rqCancelled:
-				// Its caller gave up while the call was under way: the
-				// slot is free for the waiters behind.
-				ks.left(r)
-				e.markDirty(ks)
-			case r.hasDL && at > r.deadline:
-				ks.left(r)
-				e.finish(r, stDeadline, at-now, nil)
-				e.markDirty(ks)
-			default:
-				r.phase, r.slot, r.waited = phReserved, s, code > kc.now
-				s.left, s.holders = 0, 1
-				if i == last {
-					r.ticket = kc.value
-				}
-				e.markTimed(ks)
-			}
+			e.hold(kc, r, s, i == last, now)
 		case code < 0:
 			e.refuse(ks, r, code, kc.now)
 		default:
@@ -100,15 +99,35 @@ func (e *engine) answered(kc *keyCall, b *batch, now int64) {
 			e.finish(r, stNever, 0, nil)
 		}
 	}
-	if e.win != nil {
-		// A pause that came while the call was under way: Redis did not
-		// know of it, and may have admitted this call's requests (and moved
-		// its reservations) before it.
-		e.holdBack(ks)
-		return
+}
+
+// hold gives r the slot s Redis reserved for it, unless its caller gave
+// up while the call was under way (the slot is free for the waiters
+// behind) or s lies past its deadline. last says r is the call's last
+// admission, the one its ticket can refund.
+func (e *engine) hold(kc *keyCall, r *request, s *slot, last bool, now int64) {
+	ks := kc.ks
+	switch {
+	case r.state.Load() == rqCancelled:
+		ks.left(r)
+		e.markDirty(ks)
+	case r.hasDL && s.at > r.deadline:
+		ks.left(r)
+		e.finish(r, stDeadline, s.at-now, nil)
+		e.markDirty(ks)
+	default:
+		r.phase, r.slot, r.waited = phReserved, s, s.red > kc.now
+		s.left, s.holders = 0, 1
+		if last {
+			r.ticket = kc.value
+		}
+		e.markTimed(ks)
 	}
-	// One call's admissions lie one right behind the other, the last
-	// ending at the TAT the call left.
+}
+
+// chain places a GCRA call's admissions, the slots from first on, one
+// right behind the other, the last ending at the TAT the call left.
+func (e *engine) chain(ks *keyState, first int) {
 	end := ks.tat
 	for i := len(ks.slots) - 1; i >= first; i-- {
 		s := ks.slots[i]

@@ -140,22 +140,9 @@ func (e *engine) lone(r *request) int {
 		return loneNot
 	}
 	now := e.now()
-	ks := e.one
+	ks, n := e.loneKey(r, now)
 	if ks == nil {
-		ks = e.keys[r.key]
-	}
-	if ks != nil && !ks.idle() {
 		return loneNot
-	}
-	if ks == nil {
-		ks = e.key(r.key)
-	}
-	n := e.nodeOf(ks, now)
-	if !n.reachable(e, now) {
-		return loneNot
-	}
-	if e.keep {
-		e.one = ks
 	}
 	r.ks, r.phase = ks, phInflight
 	ks.line = append(ks.line, r)
@@ -177,9 +164,41 @@ func (e *engine) lone(r *request) int {
 		e.answer(b) // an error, or a reservation ahead
 		return loneDone
 	}
+	e.loneAnswered(b, kc, r, code, now)
+	return loneDone
+}
+
+// loneKey returns r's key for a lone call, and the node that serves it:
+// nil when the key has requests of its own or its node is out of reach.
+func (e *engine) loneKey(r *request, now int64) (*keyState, *node) {
+	ks := e.one
+	if ks == nil {
+		ks = e.keys[r.key]
+	}
+	if ks != nil && !ks.idle() {
+		return nil, nil
+	}
+	if ks == nil {
+		ks = e.key(r.key)
+	}
+	n := e.nodeOf(ks, now)
+	if !n.reachable(e, now) {
+		return nil, nil
+	}
+	if e.keep {
+		e.one = ks
+	}
+	return ks, n
+}
+
+// loneAnswered answers r, granted or refused at Redis's instant code (µs,
+// its magnitude), on the caller's goroutine: nothing of its key is left
+// at the owner.
+func (e *engine) loneAnswered(b *batch, kc *keyCall, r *request, code, now int64) {
+	ks := kc.ks
 	e.calling.Store(false)
 	e.end(b)
-	e.cameBack(n, now)
+	e.cameBack(b.node, now)
 	e.rtt = max(b.r-b.s, 0)
 	ks.inflight = false
 	clear(ks.line)
@@ -201,7 +220,6 @@ func (e *engine) lone(r *request) int {
 		e.finish(r, stGranted, ks.off+code*1000, nil)
 	}
 	e.forget(ks)
-	return loneDone
 }
 
 // loneArgs are leanArgs for r on a key whose floor is fl, kept from one

@@ -155,15 +155,7 @@ func (e *engine) reassign(ks *keyState, now int64) {
 			kept = append(kept, r)
 			continue
 		}
-		for j < len(ks.slots) {
-			s := ks.slots[j]
-			// A window's slot is one event, which settles for one holder,
-			// and no slot before its pause goes to a waiter that does not
-			// hold it already (holdBack sends those again).
-			if !s.giving && !s.used && (!s.moving || s == r.slot) && s.left >= r.cost && (s.at >= now || s == r.slot) &&
-				(r.op != opTry || s.at <= now) && (e.win == nil || s.holders == 0 && (s.red >= ks.hold || s == r.slot)) {
-				break // a TryAcquire takes only room that is due now: it never waits
-			}
+		for j < len(ks.slots) && !e.fits(ks, ks.slots[j], r, now) {
 			j++
 		}
 		if j == len(ks.slots) {
@@ -171,27 +163,9 @@ func (e *engine) reassign(ks *keyState, now int64) {
 			kept = append(kept, r)
 			continue
 		}
-		s := ks.slots[j]
-		if r.phase == phPending && r.hasDL && s.at > r.deadline {
-			// Even the earliest room is after its deadline.
-			ks.left(r)
-			e.finish(r, stDeadline, s.at-now, nil)
-			continue
+		if e.deal(ks, r, ks.slots[j], now) {
+			kept = append(kept, r)
 		}
-		s.left -= r.cost
-		s.holders++
-		switch {
-		case r.phase == phPending:
-			r.phase, r.waited = phReserved, true
-			ks.pending--
-			e.handedOff.Add(1)
-			e.markTimed(ks)
-		case s != r.slot:
-			r.waited = true
-			e.handedOff.Add(1)
-		}
-		r.slot = s
-		kept = append(kept, r)
 	}
 	clear(ks.line[len(kept):])
 	ks.line = kept
@@ -200,6 +174,41 @@ func (e *engine) reassign(ks *keyState, now int64) {
 		e.markReady(ks) // to give back what nobody here can use
 	}
 	e.forget(ks)
+}
+
+// fits reports whether waiter r may take slot s at now (see reassign). A
+// window's slot is one event, which settles for one holder, and no slot
+// before its pause goes to a waiter that does not hold it already
+// (holdBack sends those again); a TryAcquire takes only room that is due
+// now: it never waits.
+func (e *engine) fits(ks *keyState, s *slot, r *request, now int64) bool {
+	return !s.giving && !s.used && (!s.moving || s == r.slot) && s.left >= r.cost && (s.at >= now || s == r.slot) &&
+		(r.op != opTry || s.at <= now) && (e.win == nil || s.holders == 0 && (s.red >= ks.hold || s == r.slot))
+}
+
+// deal gives waiter r slot s, the earliest that fits it, and reports
+// whether r stays in the line: a waiter not yet sent whose deadline even
+// that slot misses is answered and leaves.
+func (e *engine) deal(ks *keyState, r *request, s *slot, now int64) bool {
+	if r.phase == phPending && r.hasDL && s.at > r.deadline {
+		ks.left(r)
+		e.finish(r, stDeadline, s.at-now, nil)
+		return false
+	}
+	s.left -= r.cost
+	s.holders++
+	switch {
+	case r.phase == phPending:
+		r.phase, r.waited = phReserved, true
+		ks.pending--
+		e.handedOff.Add(1)
+		e.markTimed(ks)
+	case s != r.slot:
+		r.waited = true
+		e.handedOff.Add(1)
+	}
+	r.slot = s
+	return true
 }
 
 // grantDue grants, key by key in FIFO order, every waiter whose slot is

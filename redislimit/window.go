@@ -283,13 +283,22 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 		entry(s.ep, s.id, 0, false)
 	}
 	settles := string(buf)
-	// The reservations held here ask to move earlier: what any process
-	// settled or gave back since they were made may make room sooner.
-	// They go only with a call made anyway (one made for them alone would
-	// be made again at once), the earliest maxMoves of them, and not one
-	// due within two round trips, whose waiter would be granted late: a
-	// waiter is not granted until the answer says where its slot is.
-	buf = buf[:0]
+	kc.args = []any{e.args[0], e.args[1], "0", settles, reqs, e.windowMoves(ks, kc, buf[:0], now), hold}
+	if settles != "" {
+		// A settlement or give-back applied twice would be reported as
+		// settled before, or as gone (replay.go).
+		kc.args = append(kc.args, e.nextCallID(), e.replayTTL())
+		kc.keys = []string{ks.name, e.replayKey(ks)}
+	}
+}
+
+// windowMoves asks the reservations held here to move earlier, appending
+// them to buf: what any process settled or gave back since they were made
+// may make room sooner. They go only with a call made anyway (one made for
+// them alone would be made again at once), the earliest maxMoves of them,
+// and not one due within two round trips, whose waiter would be granted
+// late: a waiter is not granted until the answer says where its slot is.
+func (e *engine) windowMoves(ks *keyState, kc *keyCall, buf []byte, now int64) string {
 	going := len(kc.reqs) > 0 || len(kc.settles) > 0 || len(kc.give) > 0 || len(kc.pauses) > 0 || len(kc.trims) > 0
 	for _, s := range ks.slots {
 		if !going || len(kc.moves) == maxMoves {
@@ -301,13 +310,7 @@ func (e *engine) windowArgs(ks *keyState, kc *keyCall, reqs string, now int64) {
 			buf = appendEntry(buf, s.ep, s.id)
 		}
 	}
-	kc.args = []any{e.args[0], e.args[1], "0", settles, reqs, string(buf), hold}
-	if settles != "" {
-		// A settlement or give-back applied twice would be reported as
-		// settled before, or as gone (replay.go).
-		kc.args = append(kc.args, e.nextCallID(), e.replayTTL())
-		kc.keys = []string{ks.name, e.replayKey(ks)}
-	}
+	return string(buf)
 }
 
 // maxMoves bounds the reservations one call asks to move: each costs the
