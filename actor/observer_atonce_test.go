@@ -13,23 +13,9 @@ import (
 
 	"github.com/sluicehq/sluice/actor"
 	"github.com/sluicehq/sluice/algorithms"
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/permits"
 )
-
-// atOnceObserver records what a limiter tells it and the count it hands
-// it to read.
-type atOnceObserver struct {
-	waited atomic.Int64 // calls of Waited
-	read   func() uint64
-	stops  atomic.Int32
-}
-
-func (o *atOnceObserver) Waited(time.Duration) { o.waited.Add(1) }
-
-func (o *atOnceObserver) CountAtOnce(read func() uint64) func() {
-	o.read = read
-	return func() { o.stops.Add(1) }
-}
 
 // zeroWaits counts the Waited calls of a plain Observer.
 type zeroWaits struct{ n atomic.Int64 }
@@ -46,7 +32,7 @@ func (o *zeroWaits) Waited(d time.Duration) {
 // once, however often it is closed.
 func TestAnAtOnceObserverReadsTheFastPathsGrantsInsteadOfBeingTold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := new(atOnceObserver)
+		o := new(testutil.AtOnceObserver)
 		l := actor.MustNew(gcra(t, algorithms.PerSecond(10), 3), actor.WithObserver(o))
 		for range 3 {
 			_, err := l.Acquire(context.Background(), 1)
@@ -56,13 +42,13 @@ func TestAnAtOnceObserverReadsTheFastPathsGrantsInsteadOfBeingTold(t *testing.T)
 		require.NoError(t, err)
 		_, err = l.TryAcquire(1)
 		require.Error(t, err)
-		require.NotNil(t, o.read, "the limiter handed its count over")
-		assert.Equal(t, uint64(3), o.read())
-		assert.Equal(t, int64(1), o.waited.Load(), "told only of the wait")
+		require.NotNil(t, o.Read, "the limiter handed its count over")
+		assert.Equal(t, uint64(3), o.Read())
+		assert.Equal(t, int64(1), o.Waits.Load(), "told only of the wait")
 		assert.Equal(t, uint64(4), l.Stats().Granted)
 		l.Close()
 		l.Close()
-		assert.Equal(t, int32(1), o.stops.Load())
+		assert.Equal(t, int32(1), o.Stops.Load())
 	})
 }
 

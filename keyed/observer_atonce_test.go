@@ -3,32 +3,16 @@ package keyed_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluicehq/sluice/internal/testutil"
 	"github.com/sluicehq/sluice/keyed"
 	"github.com/sluicehq/sluice/permits"
 )
-
-// atOnceObserver records what a limiter tells it and the count it hands
-// it to read.
-type atOnceObserver struct {
-	waited atomic.Int64 // calls of Waited
-	read   func() uint64
-	stops  atomic.Int32
-}
-
-func (o *atOnceObserver) Waited(time.Duration) { o.waited.Add(1) }
-
-func (o *atOnceObserver) CountAtOnce(read func() uint64) func() {
-	o.read = read
-	return func() { o.stops.Add(1) }
-}
 
 // An observer that counts the Acquires granted at once itself is not told
 // of each: the shards count them on the fast path (in Stats too), Waited
@@ -36,7 +20,7 @@ func (o *atOnceObserver) CountAtOnce(read func() uint64) func() {
 // once.
 func TestAnAtOnceObserverReadsTheKeysFastPathGrants(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		o := new(atOnceObserver)
+		o := new(testutil.AtOnceObserver)
 		l, err := keyed.New(gcra10, keyed.WithObserver(o))
 		require.NoError(t, err)
 		defer l.Close()
@@ -48,13 +32,13 @@ func TestAnAtOnceObserverReadsTheKeysFastPathGrants(t *testing.T) {
 		require.NoError(t, err)
 		_, err = l.Acquire(context.Background(), "a", 1) // waits for a's next unit
 		require.NoError(t, err)
-		require.NotNil(t, o.read)
-		assert.Equal(t, uint64(3), o.read())
-		assert.Equal(t, int64(1), o.waited.Load(), "told only of the wait")
+		require.NotNil(t, o.Read)
+		assert.Equal(t, uint64(3), o.Read())
+		assert.Equal(t, int64(1), o.Waits.Load(), "told only of the wait")
 		assert.Equal(t, uint64(5), l.Stats().Granted)
 		l.Close()
 		l.Close()
-		assert.Equal(t, int32(1), o.stops.Load())
+		assert.Equal(t, int32(1), o.Stops.Load())
 	})
 }
 
