@@ -231,10 +231,9 @@ func (s *shard[K]) decide(e *entry[K], cost int64, full, wait bool, now time.Tim
 		}
 		if w := e.waiters(); w != nil {
 			// Refused at once with what the owner published, if that is
-			// honest: a tail it knows, still ahead, and no request of the
-			// key on its way that it has not counted. Else the owner
-			// answers.
-			if wait, ok := w.tailFor(e, s.l.stamp()); ok {
+			// honest: a tail it knows, still ahead, and the Acquires of
+			// the key on their way counted. Else the owner answers.
+			if wait, ok := w.tailFor(s, e, s.l.stamp()); ok {
 				return attempt[K]{e: e, verdict: vBehind, wait: time.Duration(wait)}, nil
 			}
 			return s.pin(e, time.Time{}, 0), nil

@@ -164,3 +164,49 @@ func TestTryAcquireBehindAnAcquireClosingTheGateForgetsOneThatGaveUp(t *testing.
 		assert.Equal(t, keyed.Stats{Stats: permits.Stats{Granted: 3, Rejected: 1, Canceled: 1}, Keys: 1}, l.Stats())
 	})
 }
+
+// Behind a plain queue, an Acquire in the inbox of an owner that has not
+// taken it yet is counted too, still without a round trip: A (3 units)
+// waits at the owner until 300ms; B (2) is on its way, the owner held at
+// its clock reading before it takes B. The owner's tail says 300ms, the
+// earliest a newcomer's unit could come behind A; B's two units put it
+// 200ms later (a newcomer's unit comes at 600ms: within one interval).
+func TestTryAcquireBehindAQueueCountsTheAcquiresInTheInbox(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &heldClock{}
+		l := newLimiter(t, gcra10x3, keyed.WithShards(1), keyed.WithClock(clock))
+		_, err := l.TryAcquire("k", 3)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		var aAt, bAt time.Time
+		acquire := func(cost int64, at *time.Time) {
+			wg.Go(func() {
+				_, err := l.Acquire(context.Background(), "k", cost)
+				assert.NoError(t, err)
+				*at = time.Now()
+			})
+			synctest.Wait()
+		}
+		acquire(3, &aAt) // A is queued at the owner, which sleeps until 300ms
+		release := make(chan struct{})
+		clock.owner.Store(&release)
+		acquire(2, &bAt) // B is in the inbox; the owner, woken, is held
+		answered := make(chan time.Duration)
+		go func() {
+			_, err := l.TryAcquire("k", 1)
+			answered <- retryAfter(t, err)
+		}()
+		synctest.Wait()
+		select {
+		case wait := <-answered:
+			assert.Equal(t, 500*time.Millisecond, wait, "behind A, and B's two units")
+		default:
+			t.Fatal("the TryAcquire waited for the held owner")
+		}
+		close(release)
+		wg.Wait()
+		assert.Equal(t, t0.Add(300*time.Millisecond), aAt, "A")
+		assert.Equal(t, t0.Add(500*time.Millisecond), bAt, "B")
+		assert.Equal(t, keyed.Stats{Stats: permits.Stats{Granted: 3, Rejected: 1}, Keys: 1}, l.Stats())
+	})
+}

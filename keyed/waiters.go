@@ -2,6 +2,7 @@ package keyed
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicehq/sluice/algorithms"
 	"github.com/sluicehq/sluice/scheduler"
@@ -139,16 +140,33 @@ func (w *waiters[K]) publish(due int64) {
 // tailFor is the RetryAfter a TryAcquire behind e's waiters can be told
 // without asking the owner, or false when the owner's word would not be
 // honest: it has none, it is out of date, or a request of the key is on
-// its way to the owner (e's pins count every request of the key the owner
-// has not answered, queued or on its way; the owner published how many it
-// held queued). held is read first and tail second: a held that is new
-// brings the tail stored before it, and an old one does not match the
-// pins of a request the owner took since.
-func (w *waiters[K]) tailFor(e *entry[K], now int64) (int64, bool) {
-	held := w.held.Load()
-	wait := w.tail.Load() - now
-	if wait <= 0 || int64(e.word.Load()/pinStep) != held {
-		return 0, false
+// its way that it cannot count. e's pins count every request of the key
+// the owner has not answered, queued or on its way, and the owner
+// published how many it held queued: the difference is on its way. The
+// Acquires among those queue behind the tail, so a cell key's newcomer
+// waits for their units too (way, at the cells' rate); a TryAcquire on
+// its way queues nothing; a key with an algorithm of its own asks the
+// owner. held is read first and tail second: a held that is new brings
+// the tail stored before it. The pins are read before way (a pin adds its
+// units first), and took before and after: an Acquire the owner judged in
+// between may be in neither the tail read nor way (see behindCloser).
+func (w *waiters[K]) tailFor(s *shard[K], e *entry[K], now int64) (int64, bool) {
+	for range 3 {
+		took := e.took.Load()
+		held := w.held.Load()
+		wait := w.tail.Load() - now
+		if wait <= 0 || int64(e.word.Load()/pinStep) < held {
+			return 0, false
+		}
+		way := e.way.Load()
+		switch {
+		case way <= 0:
+			return wait, true
+		case !e.isCell():
+			return 0, false
+		case e.took.Load() == took:
+			return int64(s.plusUnits(s.cells(), time.Duration(wait), way)), true
+		}
 	}
-	return wait, true
+	return 0, false
 }
