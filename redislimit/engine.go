@@ -156,10 +156,10 @@ func newEngine(client redis.UniversalClient, q quota, win *window, opts []Option
 	e.ioCtx, e.ioStop = context.WithCancel(context.Background())
 	e.tok.Store(tokFree) // the owner starts asleep with nothing to do
 	e.labels = pprof.Labels("sluice.limiter", "redislimit")
-	go pprof.Do(context.Background(), e.labels, func(context.Context) { e.loop() })
 	if e.router != nil {
-		e.warm()
+		e.warm(e.now()) // before the owner starts: it reads the router's state
 	}
+	go pprof.Do(context.Background(), e.labels, func(context.Context) { e.loop() })
 	return e, nil
 }
 

@@ -52,3 +52,7 @@ func CallsInside(l *Limiter) int { return int(l.e.inCall.Load()) }
 
 // KeySlot is the Cluster hash slot of a key (replay.go).
 var KeySlot = slotOf
+
+// SlotsLoaded reports whether k's engine has its Cluster client's map of
+// the slots, so that it batches per master (false for a plain client).
+func SlotsLoaded(k *Keyed) bool { return k.e.router != nil && k.e.router.ready.Load() }

@@ -47,11 +47,15 @@ func (n *node) reachable(e *engine, now int64) bool {
 // right through a resharding. The owner's cache, by slot, is dropped when
 // a call fails or comes back MOVED or ASK, and every routeTTL.
 type router struct {
-	c      *redis.ClusterClient
-	ready  atomic.Bool      // the client has loaded its map of the slots (warm)
-	bySlot map[uint16]*node // the owner's cache
-	nodes  map[string]*node // by address: a node's state outlives the cache
-	since  int64            // when the cache was last dropped
+	c     *redis.ClusterClient
+	ready atomic.Bool // the client has loaded its map of the slots (warm)
+	// warming says a warm is under way; warmed is when the owner last
+	// started one, so that a failed load is tried again, once a routeTTL.
+	warming atomic.Bool
+	warmed  int64
+	bySlot  map[uint16]*node // the owner's cache
+	nodes   map[string]*node // by address: a node's state outlives the cache
+	since   int64            // when the cache was last dropped
 }
 
 // routeTTL is how long the owner trusts its cache of slots: a slot moved
@@ -73,9 +77,17 @@ func newRouter(client redis.UniversalClient) *router {
 // pool: its first lookup blocks until one node answers CLUSTER SLOTS, and
 // the owner must never wait for a node. Until then every key goes to one
 // node, as with a plain client.
-func (e *engine) warm() {
+//
+// A load that fails (the Cluster unreachable, restarting or slow when the
+// limiter is made) is tried again by nodeOf, once a routeTTL: go-redis
+// keeps no failed load, and without a retry every key would stay on one
+// node for the limiter's life.
+func (e *engine) warm(now int64) {
 	rt := e.router
+	rt.warmed = now
+	rt.warming.Store(true)
 	e.workers.spawn(e.labels, func() {
+		defer rt.warming.Store(false)
 		ctx, cancel := context.WithTimeout(e.ioCtx, e.cfg.callTimeout)
 		defer cancel()
 		if _, err := rt.c.MasterForKey(ctx, ""); err == nil {
@@ -88,7 +100,13 @@ func (e *engine) warm() {
 // the state) only.
 func (e *engine) nodeOf(ks *keyState, now int64) *node {
 	rt := e.router
-	if rt == nil || !rt.ready.Load() {
+	if rt == nil {
+		return e.node0
+	}
+	if !rt.ready.Load() {
+		if !rt.warming.Load() && now-rt.warmed >= routeTTL {
+			e.warm(now)
+		}
 		return e.node0
 	}
 	if now-rt.since >= routeTTL {
