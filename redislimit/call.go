@@ -293,17 +293,13 @@ func (ks *keyState) trailing(now int64) []*slot {
 	return give
 }
 
-// call makes b's calls, counted in inCall (the engine's and the node's)
-// while they are inside go-redis, with a context whose deadline is due: go-redis keeps it with
-// ContextTimeoutEnabled, and ignores it otherwise (the engine's timers
+// call makes b's calls, counted in its node's inCall while they are
+// inside go-redis, with a context whose deadline is due: go-redis keeps it
+// with ContextTimeoutEnabled, and ignores it otherwise (the engine's timers
 // keep it then).
 func (e *engine) call(b *batch, due time.Time) []answer {
-	e.inCall.Add(1)
 	b.node.inCall.Add(1)
-	defer func() {
-		b.node.inCall.Add(-1)
-		e.inCall.Add(-1)
-	}()
+	defer b.node.inCall.Add(-1)
 	ctx, cancel := context.WithDeadline(e.ioCtx, due)
 	defer cancel()
 	return e.callKeys(ctx, b.keys)

@@ -58,7 +58,6 @@ type engine struct {
 	tok     atomic.Int32          // who holds the state below (direct.go)
 	calling atomic.Bool           // one node's batch is under way: its answer makes the owner take the inbox
 	inline  atomic.Pointer[batch] // the batch a caller on the direct path is making (direct.go)
-	inCall  atomic.Int32          // calls inside go-redis (call), over every node
 	inlineT *time.Timer           // the direct path's deadline, reused by whoever holds the state
 	inbox   atomic.Pointer[request]
 	cancels atomic.Pointer[request]

@@ -47,8 +47,9 @@ var PackValue = packValue
 // give-back compares: its first 24 bytes.
 func ValueKey(w, f, n int64) string { return ident{w: w, f: f, n: n, ok: true}.key() }
 
-// CallsInside returns how many of l's script calls are inside go-redis.
-func CallsInside(l *Limiter) int { return int(l.e.inCall.Load()) }
+// CallsInside returns how many of l's script calls are inside go-redis,
+// for a Limiter on a plain client (its one node).
+func CallsInside(l *Limiter) int { return int(l.e.node0.inCall.Load()) }
 
 // KeySlot is the Cluster hash slot of a key (replay.go).
 var KeySlot = slotOf
