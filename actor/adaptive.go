@@ -66,7 +66,7 @@ func NewAdaptivePool(ctl Controller, opts ...AdaptiveOption) (*AdaptivePool, err
 	p.pol.ring.init()
 	p.pol.word.Store(uint64(cfg.initial) << adShift)
 	p.slots.New = func() any {
-		s := &adSlot{pool: p, grants: rand.Uint32()}
+		s := &adSlot{adSlotFields: adSlotFields{pool: p, grants: rand.Uint32()}}
 		s.tok.Value = s
 		return s
 	}

@@ -211,23 +211,23 @@ func (q *adaptivePolicy) update(c *sampleCell, limit int64) int64 {
 
 // adSlot is a permit's token and what its pool records of its grant.
 // Every grant and end writes it (the token's generation, the stamps, the
-// count), so it fills two cache lines of its own: at 72 bytes, slots in
-// use on different cores shared lines, and each write took the line from
-// the other core.
+// count), so it fills whole pairs of cache lines of its own: at 72 bytes,
+// slots in use on different cores shared lines, and each write took the
+// line from the other core. The pad is computed from the fields, so that
+// the slot is a multiple of 128 bytes (a size class aligned to it) on
+// every platform, 32-bit ones included.
 type adSlot struct {
+	adSlotFields
+	_ [128 - unsafe.Sizeof(adSlotFields{})%128]byte
+}
+
+type adSlotFields struct {
 	tok      permits.Token
 	granted  int64 // ns on the pool's timeline
 	inFlight int64
 	pool     *AdaptivePool // the pool whose token it is
 	grants   uint32        // grants on this slot, from a random phase (sampled)
-	_        [56]byte      // to 128 bytes, a size class aligned to it
 }
-
-// The slot is 128 bytes exactly: a field added must take from the pad.
-var (
-	_ [128 - unsafe.Sizeof(adSlot{})]byte
-	_ [unsafe.Sizeof(adSlot{}) - 128]byte
-)
 
 // tick runs the policy's own work, if it has any (adaptivePolicy.tick).
 func (r *runtime) tick(now int64) int64 {
