@@ -247,13 +247,13 @@ func (s *shard[K]) grantedAtOnce() {
 // itself the count to read (permits.AtOnceObserver).
 func (l *Limiter[K]) countAtOnce() {
 	if o, ok := l.cfg.obs.(permits.AtOnceObserver); ok {
-		l.stopAtOnce = o.CountAtOnce(l.grantedAtOnce)
+		l.stopAtOnce = o.CountAtOnce(l.atOnceCount)
 	}
 }
 
-// grantedAtOnce is the count of Acquires granted on arrival, over every
+// atOnceCount is the count of Acquires granted on arrival, over every
 // shard, while an AtOnceObserver reads it.
-func (l *Limiter[K]) grantedAtOnce() uint64 {
+func (l *Limiter[K]) atOnceCount() uint64 {
 	var n uint64
 	for _, s := range l.shards {
 		n += s.atOnce.Load()
